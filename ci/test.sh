@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds ddx and runs every test: README's second command, and what CI (.ci/run) calls.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${DDX_BUILD_DIR:-$root/build}"
+jobs="${DDX_JOBS:-$(nproc)}"
+
+bash "$root/ci/bootstrap.sh"
+
+start=$(date +%s)
+cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$jobs"
+echo "ci: build took $(( $(date +%s) - start )) s"
+
+# Multi-rank tests start several processes each: run two tests at a time on 2 cores.
+cd "$build"
+ctest --output-on-failure --timeout 600 -j "${DDX_TEST_JOBS:-2}" "$@"

@@ -1,0 +1,17 @@
+#include "cli/commands.h"
+
+namespace ddx::cli {
+
+std::vector<Subcommand> register_commands(CLI::App& app) {
+  std::vector<Subcommand> commands;
+  commands.push_back(add_launch_command(app));
+  commands.push_back(add_version_command(app));
+#ifdef DDX_WITH_TORCH
+  CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, ...");
+  probe->require_subcommand(1);
+  commands.push_back(add_selfcheck_command(*probe));
+#endif
+  return commands;
+}
+
+}  // namespace ddx::cli

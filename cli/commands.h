@@ -1,0 +1,23 @@
+#pragma once
+// Every subcommand of the front end, registered in one place (commands.cpp).
+#include <string>
+#include <vector>
+
+#include "cli/subcommand.h"
+
+namespace ddx::cli {
+
+// Adds every subcommand (and nested ones such as `probe selfcheck`) to `app`.
+std::vector<Subcommand> register_commands(CLI::App& app);
+
+// "ddx 0.1.0" plus the LibTorch version when linked.
+std::string version_line();
+
+// Subcommands, one function each, defined next to the code they run.
+Subcommand add_launch_command(CLI::App& app);   // launcher/launch_command.cpp
+Subcommand add_version_command(CLI::App& app);  // cli/version_command.cpp
+#ifdef DDX_WITH_TORCH
+Subcommand add_selfcheck_command(CLI::App& probe);  // probes/selfcheck/selfcheck_command.cpp
+#endif
+
+}  // namespace ddx::cli

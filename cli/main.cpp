@@ -1,0 +1,75 @@
+// The `ddx` front end: one binary, one subcommand per job. Each subcommand lives with the code
+// it drives (launcher/, probes/, ...) and registers itself here.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ddx/env.h"
+#include "ddx/error_report.h"
+#include "ddx/errors.h"
+#include "ddx/log.h"
+
+namespace {
+
+// At debug level (DDX_LOG_LEVEL=debug): the command line and the environment that decides how
+// a distributed job behaves, so ranks' logs can be diffed when one misbehaves.
+void log_startup(int argc, char** argv) {
+  if (ddx::log::level() > ddx::log::Level::Debug) return;
+  std::string args;
+  for (int i = 0; i < argc; ++i) args += (i ? " " : "") + std::string(argv[i]);
+  ddx::log::debug("args: ", args);
+  static const char* prefixes[] = {"RANK", "WORLD_SIZE", "LOCAL_", "GROUP_", "ROLE_", "MASTER_",
+                                   "TORCHELASTIC_", "SLURM_", "PMI_", "MPI_", "OMPI_", "NCCL_",
+                                   "TORCH_", "GLOO_", "CUDA_", "OMP_", "DDX_"};
+  for (const auto& [key, value] : ddx::current_env()) {
+    for (const char* p : prefixes) {
+      if (key.rfind(p, 0) == 0) {
+        ddx::log::debug("env: ", key, "=", value);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ddx::install_error_handlers();
+
+  CLI::App app{"ddx: diagnostics and test harness for distributed training on LibTorch", "ddx"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", ddx::cli::version_line());
+
+  std::vector<ddx::cli::Subcommand> commands = ddx::cli::register_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line naming the culprit, like every other bad input.
+    std::fprintf(stderr, "ddx: error: %s (see ddx --help)\n", e.what());
+    return ddx::kExitUsage;
+  }
+
+  // Only UsageError is caught: any other exception reaches the terminate handler with its
+  // stack intact, which prints the trace and writes the error file.
+  try {
+    ddx::log::configure_from_env();
+    log_startup(argc, argv);
+    for (auto& [sub, run] : commands) {
+      if (sub->parsed()) return run();
+    }
+  } catch (const ddx::UsageError& e) {
+    std::fprintf(stderr, "ddx: error: %s\n", e.what());
+    return ddx::kExitUsage;
+  }
+  return ddx::kExitUsage;
+}

@@ -1,0 +1,32 @@
+include(GoogleTest)
+
+# ddx_add_gtest(NAME SOURCES a.cpp... [LIBS ...] [LABELS ...] [TIMEOUT s] [DEPENDS targets...])
+# One GoogleTest executable; each TEST becomes its own CTest entry with a hard timeout.
+# Tests that start processes get the paths of the binaries they drive as compile definitions:
+#   DDX_BIN (the ddx front end), DDX_TEST_WORKER (tests/workers/test_worker).
+function(ddx_add_gtest name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;DEPENDS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    DDX_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    DDX_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  foreach(dep IN LISTS T_DEPENDS)
+    add_dependencies(${name} ${dep})
+  endforeach()
+  if(TARGET ddx)
+    target_compile_definitions(${name} PRIVATE DDX_BIN="$<TARGET_FILE:ddx>")
+  endif()
+  if(TARGET test_worker)
+    target_compile_definitions(${name} PRIVATE DDX_TEST_WORKER="$<TARGET_FILE:test_worker>")
+  endif()
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+endfunction()

@@ -1,0 +1,80 @@
+#include "launcher/failure_report.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+namespace ddx::launcher {
+namespace {
+
+constexpr size_t kFramesShown = 3;
+
+std::string outcome_text(const WorkerFailureInfo& w) {
+  if (w.root_cause) return "ROOT CAUSE";
+  switch (w.outcome) {
+    case WorkerOutcome::Succeeded: return "ok";
+    case WorkerOutcome::Failed: return "failed";
+    case WorkerOutcome::Stopped: return "stopped by launcher";
+  }
+  return "";
+}
+
+std::string frame_text(const StackFrame& f) {
+  std::string text = f.function.empty() ? "??" : f.function;
+  if (!f.file.empty()) text += " at " + f.file + ":" + std::to_string(f.line);
+  return text;
+}
+
+void print_details(std::ostringstream& out, const WorkerFailureInfo& w) {
+  out << "\n" << (w.root_cause ? "Root cause" : "Also failed") << ": rank " << w.rank
+      << " (local rank " << w.local_rank << ") on " << w.host << ", pid " << w.pid << ": "
+      << w.status << "\n";
+  if (w.error) {
+    if (!w.error->message.empty()) out << "  error:  " << w.error->message << "\n";
+    size_t shown = std::min(kFramesShown, w.error->frames.size());
+    for (size_t i = 0; i < shown; ++i) {
+      out << (i == 0 ? "  stack:  " : "          ") << "#" << i << " " << frame_text(w.error->frames[i]) << "\n";
+    }
+    if (!w.error_file.empty()) out << "  error file: " << w.error_file << "\n";
+  } else if (!w.last_stderr_line.empty()) {
+    out << "  last stderr line: " << w.last_stderr_line << "\n";
+    out << "  (no error file: the worker exited without one; see its stderr)\n";
+  } else {
+    out << "  (no error file and no stderr output)\n";
+  }
+  if (!w.log_dir.empty()) {
+    out << "  logs:   " << w.log_dir << "/stdout.log, " << w.log_dir << "/stderr.log\n";
+  }
+}
+
+}  // namespace
+
+std::string format_failure_report(const std::vector<WorkerFailureInfo>& workers, int attempt,
+                                  int attempts_allowed) {
+  std::ostringstream out;
+  out << "ddx launch: worker group failed (attempt " << attempt << " of " << attempts_allowed
+      << ")\n";
+  size_t host_width = 4;
+  for (const auto& w : workers) host_width = std::max(host_width, w.host.size());
+  auto row = [&](const std::string& rank, const std::string& local, const std::string& host,
+                 const std::string& pid, const std::string& status, const std::string& outcome) {
+    out << "  " << std::left << std::setw(6) << rank << std::setw(7) << local
+        << std::setw(static_cast<int>(host_width) + 2) << host << std::setw(9) << pid
+        << std::setw(22) << status << outcome << "\n";
+  };
+  row("rank", "local", "host", "pid", "status", "outcome");
+  for (const auto& w : workers) {
+    row(std::to_string(w.rank), std::to_string(w.local_rank), w.host, std::to_string(w.pid),
+        w.status, outcome_text(w));
+  }
+  // Root cause first, then the other independent failures.
+  for (const auto& w : workers) {
+    if (w.root_cause) print_details(out, w);
+  }
+  for (const auto& w : workers) {
+    if (!w.root_cause && w.outcome == WorkerOutcome::Failed) print_details(out, w);
+  }
+  return out.str();
+}
+
+}  // namespace ddx::launcher

@@ -1,0 +1,71 @@
+// `ddx launch`: torchrun's job (N local workers with torchrun's environment, supervision,
+// restarts, a failure report) for any command, without Python.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ddx/errors.h"
+#include "launcher/launch_options.h"
+#include "launcher/supervisor.h"
+
+namespace ddx::cli {
+namespace {
+
+struct LaunchFlags {
+  launcher::LaunchOptions options;
+  bool np_marker = false;
+};
+
+}  // namespace
+
+Subcommand add_launch_command(CLI::App& app) {
+  auto flags = std::make_shared<LaunchFlags>();
+  launcher::LaunchOptions& o = flags->options;
+  CLI::App* cmd = app.add_subcommand(
+      "launch",
+      "Run a command as N local workers with torchrun's environment (RANK, WORLD_SIZE, "
+      "LOCAL_RANK, MASTER_ADDR, ...), supervise them and report the first failure.\n"
+      "  ddx launch -np 4 -- ./train --steps 100");
+  // mpirun's `-np 4`: CLI11 reads "-np" as the short flags -n and -p, like `ls -la`, so -p is
+  // the count and -n a hidden marker that is only accepted in front of it.
+  cmd->add_option("-p,--nproc-per-node,--np", o.nproc_per_node,
+                  "Workers on this node (also -np N, as with mpirun)")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_flag("-n", flags->np_marker)->group("");
+  cmd->add_option("--nnodes", o.nnodes, "Number of nodes")->capture_default_str();
+  cmd->add_option("--node-rank", o.node_rank, "This node's rank in [0, nnodes)")->capture_default_str();
+  cmd->add_option("--master-addr", o.master_addr, "Address of rank 0's host")->capture_default_str();
+  cmd->add_option("--master-port", o.master_port,
+                  "Port of the rendezvous store on the master; 0 picks a free port (one node only)")
+      ->capture_default_str();
+  cmd->add_option("--log-dir", o.log_dir,
+                  "Write each rank's output to <dir>/attempt_<k>/rank_<N>/{stdout,stderr}.log "
+                  "instead of the console");
+  cmd->add_flag("--tee", o.tee, "With --log-dir: also print the output on the console");
+  cmd->add_option("--max-restarts", o.max_restarts,
+                  "Restart the whole group up to K times after a failure")
+      ->capture_default_str();
+  cmd->add_option("--monitor-interval", o.monitor_interval_s,
+                  "Seconds between checks of the workers (exits are noticed at once anyway)")
+      ->capture_default_str();
+  cmd->add_option("--grace-period", o.grace_period_s,
+                  "Seconds between SIGTERM and SIGKILL when stopping workers")
+      ->capture_default_str();
+  cmd->add_option("--run-id", o.run_id, "TORCHELASTIC_RUN_ID for the workers (default: generated)");
+  cmd->add_option("command", o.command, "The command to run and its arguments, after --");
+
+  Runner run = [flags, cmd]() {
+    if (flags->np_marker && cmd->count("-p") == 0) {
+      throw UsageError("ddx launch: -n is not a flag; use -np N or --nproc-per-node N");
+    }
+    launcher::validate(flags->options);
+    return launcher::run_supervised(flags->options);
+  };
+  return {cmd, run};
+}
+
+}  // namespace ddx::cli

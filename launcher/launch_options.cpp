@@ -1,0 +1,104 @@
+#include "launcher/launch_options.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "ddx/errors.h"
+
+namespace ddx::launcher {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string generated_run_id() {
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();
+  return "ddx-" + std::to_string(seconds) + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+std::string resolve_executable(const std::string& name) {
+  if (name.empty()) throw UsageError("ddx launch: the command to run is empty");
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), F_OK) != 0) throw UsageError("ddx launch: command not found: " + name);
+    if (!is_executable_file(name)) throw UsageError("ddx launch: command is not an executable file: " + name);
+    if (name[0] == '/') return name;
+    char cwd[4096];
+    if (!::getcwd(cwd, sizeof cwd)) return name;
+    return std::string(cwd) + "/" + name;
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::istringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+  }
+  throw UsageError("ddx launch: command not found in PATH: " + name);
+}
+
+int pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot find a free port: ") + std::strerror(err));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void validate(LaunchOptions& o) {
+  if (o.nproc_per_node < 1) throw UsageError("ddx launch: --nproc-per-node must be at least 1");
+  if (o.nnodes < 1) throw UsageError("ddx launch: --nnodes must be at least 1");
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    throw UsageError("ddx launch: --node-rank " + std::to_string(o.node_rank) +
+                     " is outside [0, " + std::to_string(o.nnodes) + ") for --nnodes " +
+                     std::to_string(o.nnodes));
+  }
+  if (o.master_port < 0 || o.master_port > 65535) {
+    throw UsageError("ddx launch: --master-port " + std::to_string(o.master_port) +
+                     " is outside 0..65535");
+  }
+  if (o.nnodes > 1 && o.master_port == 0) {
+    // Every node must agree on the port; a free port picked here is unknown to the others.
+    throw UsageError("ddx launch: --master-port is required with --nnodes > 1");
+  }
+  if (o.master_addr.empty()) throw UsageError("ddx launch: --master-addr is empty");
+  if (o.max_restarts < 0) throw UsageError("ddx launch: --max-restarts must be >= 0");
+  if (!(o.monitor_interval_s > 0)) throw UsageError("ddx launch: --monitor-interval must be > 0 seconds");
+  if (o.grace_period_s < 0) throw UsageError("ddx launch: --grace-period must be >= 0 seconds");
+  if (o.tee && o.log_dir.empty()) throw UsageError("ddx launch: --tee needs --log-dir");
+  if (o.command.empty()) {
+    throw UsageError("ddx launch: no command given (usage: ddx launch [flags] -- CMD ARGS...)");
+  }
+  o.command[0] = resolve_executable(o.command[0]);
+  // Workers get paths under it (TORCHELASTIC_ERROR_FILE); one that changes directory must
+  // still write to the right place.
+  if (!o.log_dir.empty()) o.log_dir = std::filesystem::absolute(o.log_dir).lexically_normal().string();
+  if (o.master_port == 0) o.master_port = pick_free_port();
+  if (o.run_id.empty()) o.run_id = generated_run_id();
+}
+
+}  // namespace ddx::launcher

@@ -1,0 +1,34 @@
+#pragma once
+// What `ddx launch` was asked to do, validated, with every default filled in.
+#include <string>
+#include <vector>
+
+namespace ddx::launcher {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;          // 0: a free port on this host (single node only)
+  std::string log_dir;          // empty: console only
+  bool tee = false;             // with log_dir: console as well
+  int max_restarts = 0;
+  double monitor_interval_s = 0.1;
+  double grace_period_s = 5.0;  // SIGTERM -> SIGKILL
+  std::string run_id;           // empty: generated
+  std::vector<std::string> command;  // command[0] resolved to an absolute path by validate()
+};
+
+// Checks ranges and the command and fills in derived values (free port, run id, absolute
+// executable path). Throws ddx::UsageError with one line naming the flag at fault.
+void validate(LaunchOptions& options);
+
+// PATH lookup like execvp's; throws UsageError when not found or not executable.
+std::string resolve_executable(const std::string& name);
+
+// A TCP port that was free a moment ago (bind to port 0 and read it back). Another process can
+// take it before the workers bind it; torchrun --standalone has the same race.
+int pick_free_port();
+
+}  // namespace ddx::launcher

@@ -1,0 +1,38 @@
+#include "launcher/worker_env.h"
+
+namespace ddx::launcher {
+
+bool should_default_omp_threads(const EnvMap& launcher_env) {
+  return !env_get(launcher_env, "OMP_NUM_THREADS").has_value();
+}
+
+EnvMap worker_env(const EnvMap& launcher_env, const LaunchOptions& o, const WorkerSlot& slot) {
+  EnvMap env = launcher_env;
+  // There is no torchelastic agent store here; an inherited flag would send workers to one.
+  env.erase("TORCHELASTIC_USE_AGENT_STORE");
+  int world_size = o.nnodes * o.nproc_per_node;
+  auto set = [&env](const char* key, const std::string& value) { env[key] = value; };
+  auto set_int = [&set](const char* key, int value) { set(key, std::to_string(value)); };
+
+  set_int("RANK", slot.rank);
+  set_int("WORLD_SIZE", world_size);
+  set_int("LOCAL_RANK", slot.local_rank);
+  set_int("LOCAL_WORLD_SIZE", o.nproc_per_node);
+  set_int("GROUP_RANK", o.node_rank);
+  set_int("GROUP_WORLD_SIZE", o.nnodes);
+  // One role ("default") spanning the job, as torchrun without --role.
+  set("ROLE_NAME", "default");
+  set_int("ROLE_RANK", slot.rank);
+  set_int("ROLE_WORLD_SIZE", world_size);
+  set("MASTER_ADDR", o.master_addr);
+  set_int("MASTER_PORT", o.master_port);
+  set_int("TORCHELASTIC_RESTART_COUNT", slot.restart_count);
+  set_int("TORCHELASTIC_MAX_RESTARTS", o.max_restarts);
+  set("TORCHELASTIC_RUN_ID", o.run_id);
+  set("TORCHELASTIC_ERROR_FILE", slot.error_file);
+  set("DDX_LAUNCH", "1");
+  if (should_default_omp_threads(launcher_env)) set("OMP_NUM_THREADS", "1");
+  return env;
+}
+
+}  // namespace ddx::launcher

@@ -1,0 +1,63 @@
+// `ddx probe selfcheck` on the command line: rendezvous, run the checks, report.
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ddx/error_report.h"
+#include "ddx/errors.h"
+#include "ddx/log.h"
+#include "ddx/rendezvous.h"
+#include "ddx/test_perturbation.h"
+#include "selfcheck.h"
+
+namespace ddx::cli {
+
+Subcommand add_selfcheck_command(CLI::App& probe) {
+  auto options = std::make_shared<probes::SelfcheckOptions>();
+  auto timeout_s = std::make_shared<double>(60.0);
+  CLI::App* cmd = probe.add_subcommand(
+      "selfcheck",
+      "Run every collective on several sizes and dtypes with exactly known results; rank 0 "
+      "prints PASS/FAIL per op with the first wrong rank and offset. Run it under ddx launch, "
+      "torchrun, srun or mpiexec.");
+  cmd->add_option("--sizes", options->sizes, "Elements per rank for each check")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--dtypes", options->dtypes, "Data types to check")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"}));
+  cmd->add_option("--device", options->device, "Tensors on cpu (Gloo) or cuda (NCCL); auto picks cuda when present")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--json", options->json_path, "Write every rank's results as JSON (rank 0)");
+  cmd->add_option("--timeout", *timeout_s, "Seconds before a collective or the rendezvous gives up")
+      ->check(CLI::PositiveNumber);
+
+  return {cmd, [options, timeout_s]() {
+            log::configure_from_env();
+            RendezvousInfo info = resolve_rendezvous(current_env());
+            log::set_rank(info.rank, info.world_size);
+            set_error_report_rank(info.rank, info.local_rank, info.world_size);
+            if (options->device == "auto") options->device = torch::cuda::is_available() ? "cuda" : "cpu";
+            if (options->device == "cuda" && !torch::cuda::is_available()) {
+              throw UsageError("--device cuda: no CUDA device is visible to rank " + std::to_string(info.rank));
+            }
+            ProcessGroupOptions pg;
+            pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(*timeout_s * 1000));
+            pg.store_timeout = pg.collective_timeout;
+            pg.enable_nccl = options->device == "cuda";
+            const auto t0 = std::chrono::steady_clock::now();
+            auto world = World::init(info, pg);
+            install_test_perturbations(world->rank());
+            log::debug("selfcheck: ", info.describe());
+            auto results = probes::run_checks(world->world(), *options);
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            const int rc = probes::report_selfcheck(*world, results, *options, seconds);
+            world->shutdown();
+            return rc;
+          }};
+}
+
+}  // namespace ddx::cli

@@ -1,0 +1,177 @@
+// The job's store and groups: rank 0 hosts a TCPStore at the master endpoint, every rank
+// connects, the world group is built over it, and subgroups get their own store prefixes.
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/cuda.h>
+#ifdef DDX_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "ddx/errors.h"
+#include "ddx/log.h"
+#include "ddx/process_group.h"
+
+namespace ddx {
+namespace {
+
+std::string seconds(std::chrono::milliseconds ms) {
+  std::ostringstream out;
+  out << ms.count() / 1000.0 << " s";
+  return out.str();
+}
+
+c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& host, int port, int rank,
+                                                  int world_size,
+                                                  std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = (rank == 0);
+  opts.numWorkers = static_cast<std::size_t>(world_size);
+  opts.waitWorkers = true;  // rank 0 returns only once every rank is connected, or times out
+  opts.timeout = timeout;
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, opts);
+  } catch (const std::exception& e) {
+    std::ostringstream what;
+    if (rank == 0) {
+      what << "rendezvous failed: rank 0 hosting the store at " << host << ":" << port
+           << " for " << world_size << " ranks (timeout " << seconds(timeout) << "): " << e.what();
+    } else {
+      what << "rendezvous failed: rank " << rank << " could not join the store at " << host
+           << ":" << port << " within " << seconds(timeout)
+           << " (is rank 0 running, and MASTER_ADDR/MASTER_PORT right?): " << e.what();
+    }
+    throw std::runtime_error(what.str());
+  }
+}
+
+// Under mpiexec/srun --mpi without a master endpoint: rank 0 opens the store on a free port
+// and tells everyone over MPI. Returns whether MPI was initialized here.
+c10::intrusive_ptr<c10d::Store> store_over_mpi(RendezvousInfo& info,
+                                               std::chrono::milliseconds timeout,
+                                               bool* initialized_here) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+  *initialized_here = !initialized;
+  int mpi_rank = 0, mpi_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  if (mpi_rank != info.rank || mpi_size != info.world_size) {
+    std::ostringstream what;
+    what << "MPI says rank " << mpi_rank << "/" << mpi_size << " but the environment says rank "
+         << info.rank << "/" << info.world_size;
+    throw UsageError(what.str());
+  }
+  char host[256] = {0};
+  int port = 0;
+  c10::intrusive_ptr<c10d::Store> store;
+  if (info.rank == 0) {
+    std::string advertised = info.master_addr.empty() ? info.hostname : info.master_addr;
+    if (info.master_addr == "127.0.0.1" && !info.hostname.empty()) advertised = info.hostname;
+    c10d::TCPStoreOptions opts;
+    opts.port = 0;
+    opts.isServer = true;
+    opts.numWorkers = static_cast<std::size_t>(info.world_size);
+    opts.waitWorkers = false;  // the others learn the port below, then connect
+    opts.timeout = timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(advertised, opts);
+    port = tcp->getPort();
+    std::strncpy(host, advertised.c_str(), sizeof(host) - 1);
+    store = tcp;
+  }
+  MPI_Bcast(host, sizeof(host), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  info.master_addr = host;
+  info.master_port = port;
+  if (info.rank != 0) {
+    store = connect_tcp_store(host, port, info.rank, info.world_size, timeout);
+  }
+  // Every rank connected before anyone builds a group on the store.
+  MPI_Barrier(MPI_COMM_WORLD);
+  return store;
+}
+
+}  // namespace
+
+World::World(RendezvousInfo info, ProcessGroupOptions options)
+    : info_(std::move(info)), options_(options) {}
+
+std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGroupOptions& options) {
+  std::unique_ptr<World> world(new World(info, options));
+  RendezvousInfo& ri = world->info_;
+#ifdef DDX_WITH_CUDA
+  // NCCL binds a communicator to the current device: pick ours before any group exists.
+  if (options.enable_nccl && torch::cuda::is_available()) {
+    const int devices = static_cast<int>(torch::cuda::device_count());
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(ri.local_rank % devices));
+  }
+#endif
+  if (ri.world_size == 1) {
+    world->store_ = c10::make_intrusive<c10d::HashStore>();
+  } else if (ri.mpi_bootstrap) {
+    world->store_ = store_over_mpi(ri, options.store_timeout, &world->mpi_initialized_here_);
+  } else {
+    if (ri.master_port == 0) {
+      throw UsageError("no master port for a " + std::to_string(ri.world_size) +
+                       "-rank job: set MASTER_PORT (or launch with ddx launch / torchrun)");
+    }
+    world->store_ = connect_tcp_store(ri.master_addr, ri.master_port, ri.rank, ri.world_size,
+                                      options.store_timeout);
+  }
+  std::vector<int> all(ri.world_size);
+  for (int r = 0; r < ri.world_size; ++r) all[r] = r;
+  world->world_ = std::make_unique<Group>("world", ri.rank, all, world->store_, options,
+                                          ri.master_addr);
+  log::debug("world ready: ", ri.describe());
+  return world;
+}
+
+World::~World() { shutdown(); }
+
+Group* World::new_group(const std::string& name, const std::vector<int>& ranks) {
+  if (ranks.empty()) throw std::invalid_argument("group " + name + " has no ranks");
+  std::set<int> seen;
+  for (int r : ranks) {
+    if (r < 0 || r >= info_.world_size || !seen.insert(r).second) {
+      throw std::invalid_argument("group " + name + ": rank " + std::to_string(r) +
+                                  " is out of range or repeated");
+    }
+  }
+  if (name == "world") throw std::invalid_argument("group name 'world' is reserved");
+  for (const auto& g : groups_) {
+    if (g->name() == name) throw std::invalid_argument("group " + name + " exists already");
+  }
+  auto it = std::find(ranks.begin(), ranks.end(), info_.rank);
+  if (it == ranks.end()) return nullptr;
+  const int group_rank = static_cast<int>(it - ranks.begin());
+  groups_.push_back(std::make_unique<Group>(name, group_rank, ranks, store_, options_,
+                                            info_.master_addr));
+  return groups_.back().get();
+}
+
+DeviceMesh& World::mesh(const std::vector<std::pair<std::string, int>>& dims) {
+  meshes_.push_back(std::make_unique<DeviceMesh>(*this, dims));
+  return *meshes_.back();
+}
+
+void World::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) (*it)->shutdown();
+  if (world_) world_->shutdown();
+  if (mpi_initialized_here_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+}
+
+}  // namespace ddx

@@ -1,0 +1,142 @@
+// The collective layer and process groups with real processes over loopback: the selfcheck
+// (every op, several dtypes and odd sizes, exact results) at 2 and 4 ranks, proof that it
+// fails on a corrupted result, meshes and subgroups, op records, timeouts, shutdown, mpiexec.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+std::string scratch(const std::string& tag) {
+  std::string dir = std::string(DDX_BINARY_DIR) + "/test-scratch/collectives-" + tag + "-" + std::to_string(::getpid());
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot create " + dir);
+  return dir;
+}
+
+RunResult run_cmd(const std::string& tag, std::vector<std::string> argv,
+        std::map<std::string, std::string> env = {}, int timeout_s = 120) {
+  const std::string dir = scratch(tag);
+  ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
+  auto status = child.wait(std::chrono::seconds(timeout_s));
+  RunResult r;
+  r.output = child.output();
+  if (!status) {
+    r.output += "\n[test] TIMED OUT after " + std::to_string(timeout_s) + " s";
+  } else if (WIFEXITED(*status)) {
+    r.exit_code = WEXITSTATUS(*status);
+  }
+  return r;
+}
+
+std::vector<std::string> launch(int ranks, std::vector<std::string> command) {
+  std::vector<std::string> argv{DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+void expect_selfcheck_passes(int ranks) {
+  const std::string dir = scratch("selfcheck" + std::to_string(ranks));
+  const std::string json_path = dir + "/selfcheck.json";
+  RunResult r = run_cmd("sc" + std::to_string(ranks),
+              launch(ranks, {DDX_BIN, "probe", "selfcheck", "--sizes", "1,7,1000,65537",
+                             "--dtypes", "float32,float64,bfloat16,int32,int64", "--json", json_path}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all PASS"), std::string::npos) << r.output;
+  auto report = nlohmann::json::parse(read_file(json_path));
+  EXPECT_TRUE(report["passed"].get<bool>());
+  EXPECT_EQ(report["world_size"].get<int>(), ranks);
+  ASSERT_EQ(report["ranks"].size(), static_cast<size_t>(ranks));
+  std::set<std::string> ops, dtypes;
+  std::set<int64_t> sizes;
+  for (const auto& rank : report["ranks"]) {
+    for (const auto& c : rank["checks"]) {
+      EXPECT_EQ(c["wrong"].get<int64_t>(), 0) << c.dump();
+      EXPECT_FALSE(c.contains("error")) << c.dump();
+      ops.insert(c["op"].get<std::string>());
+      dtypes.insert(c["dtype"].get<std::string>());
+      sizes.insert(c["size"].get<int64_t>());
+    }
+  }
+  for (const char* op : {"all_reduce.sum", "all_reduce.max", "all_reduce.min", "all_reduce.avg",
+                         "broadcast", "reduce.sum", "all_gather", "reduce_scatter.sum", "all_to_all",
+                         "all_to_all.uneven", "send_recv.ring", "barrier", "monitored_barrier"}) {
+    EXPECT_TRUE(ops.count(op)) << "missing op " << op;
+  }
+  EXPECT_EQ(dtypes, (std::set<std::string>{"float32", "float64", "bfloat16", "int32", "int64", "none"}));
+  EXPECT_TRUE(sizes.count(65537) && sizes.count(7));
+}
+
+TEST(Selfcheck, EveryOpExactAtTwoRanks) { expect_selfcheck_passes(2); }
+
+TEST(Selfcheck, EveryOpExactAtFourRanks) { expect_selfcheck_passes(4); }
+
+// The checker must be able to fail: rank 1's all_gather output is corrupted after the op.
+TEST(Selfcheck, ReportsCorruptedResultWithRankAndOffset) {
+  const std::string dir = scratch("corrupt");
+  RunResult r = run_cmd("corrupt",
+              launch(3, {DDX_BIN, "probe", "selfcheck", "--sizes", "7", "--dtypes", "float32",
+                         "--json", dir + "/r.json"}),
+              {{"DDX_TEST_PERTURB", "corrupt:all_gather:1"}});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all_gather"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 float32 n=7: offset 0"), std::string::npos) << r.output;
+  auto report = nlohmann::json::parse(read_file(dir + "/r.json"));
+  EXPECT_FALSE(report["passed"].get<bool>());
+  EXPECT_EQ(report["failed"].get<int>(), 1);
+}
+
+TEST(ProcessGroups, MeshAndSubgroups) {
+  RunResult r = run_cmd("mesh", launch(4, {DDX_PG_WORKER, "mesh"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PASS mesh rank 3"), std::string::npos) << r.output;
+}
+
+TEST(ProcessGroups, RecordsNumberAndLabelEveryOp) {
+  RunResult r = run_cmd("records", launch(2, {DDX_PG_WORKER, "records"}));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("PASS records rank 1"), std::string::npos) << r.output;
+}
+
+// A collective whose peer never joins fails at the group's timeout (2 s here, not c10d's
+// 30 min) with an error naming op and group; shutting down afterwards does not block.
+TEST(ProcessGroups, CollectiveTimeoutIsReportedAndShutdownIsPrompt) {
+  RunResult r = run_cmd("timeout", launch(2, {DDX_PG_WORKER, "timeout"}), {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all_reduce(sum) #1 on group world (gloo"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("PASS timeout rank 0"), std::string::npos) << r.output;
+}
+
+// Shutdown with an operation still pending returns at once instead of waiting out the
+// collective timeout (10 min in this scenario; the test's own timeout is 60 s).
+TEST(ProcessGroups, ShutdownWithPendingOpDoesNotBlock) {
+  RunResult r = run_cmd("pending", launch(2, {DDX_PG_WORKER, "shutdown-pending"}), {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("shutdown with a pending op took"), std::string::npos) << r.output;
+}
+
+// The same binary under MPICH's mpiexec: rendezvous over MPI, then the selfcheck.
+TEST(Rendezvous, MpiexecRunsSelfcheck) {
+  RunResult r = run_cmd("mpiexec", {"/usr/bin/mpiexec.hydra", "-n", "2", DDX_BIN, "probe", "selfcheck",
+                          "--sizes", "1,1000", "--dtypes", "float32,int64"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rendezvous via MPICH"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("all PASS"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace ddx::testing

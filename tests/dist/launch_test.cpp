@@ -1,0 +1,253 @@
+// `ddx launch` with real processes: failures are reported with their cause and nothing the job
+// started survives it, whatever way it ends.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "process_helpers.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ddx::testing::ChildProcess;
+using ddx::testing::read_pids;
+using ddx::testing::wait_until_dead;
+using namespace std::chrono_literals;
+
+class LaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("ddx-launch-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+
+  void TearDown() override {
+    // Whatever the test recorded is killed, pass or fail.
+    for (const char* file : {"pids", "grandchildren"}) {
+      for (pid_t pid : read_pids(path(file))) {
+        if (ddx::testing::process_alive(pid)) ::kill(pid, SIGKILL);
+      }
+    }
+    fs::remove_all(dir_);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // `ddx launch <launch_args> -- test_worker <worker_args>`.
+  std::unique_ptr<ChildProcess> start(std::vector<std::string> launch_args,
+                                      std::vector<std::string> worker_args,
+                                      std::map<std::string, std::string> env = {},
+                                      std::vector<std::string> env_removals = {}) {
+    std::vector<std::string> argv = {DDX_BIN, "launch"};
+    argv.insert(argv.end(), launch_args.begin(), launch_args.end());
+    argv.push_back("--");
+    argv.push_back(DDX_TEST_WORKER);
+    argv.insert(argv.end(), worker_args.begin(), worker_args.end());
+    // The launcher's temporary directory lands here, removed in TearDown even when the
+    // launcher is SIGKILLed and cannot remove it itself.
+    env.emplace("TMPDIR", dir_.string());
+    return std::make_unique<ChildProcess>(argv, env, path("output.txt"), env_removals);
+  }
+
+  // Runs to completion; returns the wait status and leaves the output in output_.
+  int run(std::vector<std::string> launch_args, std::vector<std::string> worker_args,
+          std::map<std::string, std::string> env = {},
+          std::vector<std::string> env_removals = {}, std::chrono::milliseconds timeout = 30s) {
+    auto launcher = start(launch_args, worker_args, env, env_removals);
+    auto began = std::chrono::steady_clock::now();
+    auto status = launcher->wait(timeout);
+    elapsed_ = std::chrono::steady_clock::now() - began;
+    output_ = launcher->output();
+    EXPECT_TRUE(status.has_value()) << "ddx launch did not finish in time:\n" << output_;
+    return status.value_or(-1);
+  }
+
+  bool wait_for_pid_count(size_t count, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (read_pids(path("pids")).size() < count) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
+  void expect_output_has(const std::string& text) const {
+    EXPECT_NE(output_.find(text), std::string::npos) << "missing \"" << text << "\" in:\n" << output_;
+  }
+
+  void expect_all_gone() const {
+    std::vector<pid_t> pids = read_pids(path("pids"));
+    std::vector<pid_t> grandchildren = read_pids(path("grandchildren"));
+    pids.insert(pids.end(), grandchildren.begin(), grandchildren.end());
+    EXPECT_FALSE(pids.empty());
+    // The launcher waits for its workers before exiting, so they are gone already; a short
+    // margin covers the kernel finishing the last SIGKILL.
+    EXPECT_TRUE(wait_until_dead(pids, 2s)) << "processes survived the launcher";
+  }
+
+  static int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+  fs::path dir_;
+  std::string output_;
+  std::chrono::steady_clock::duration elapsed_{};
+};
+
+TEST_F(LaunchTest, SegfaultingRankIsReportedAndNothingSurvives) {
+  int status = run({"-np", "4", "--grace-period", "2"},
+                   {"--segv", "--only-rank", "2", "--fault-after", "0.5", "--pid-file", path("pids"),
+                    "--spawn-grandchild", path("grandchildren")});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  EXPECT_LT(elapsed_, 15s);
+  expect_output_has("worker group failed");
+  expect_output_has("Root cause: rank 2");
+  expect_output_has("SIGSEGV");
+  expect_output_has("crash_with_null_write");
+  expect_output_has("ROOT CAUSE");
+  expect_output_has("stopped by launcher");
+  EXPECT_EQ(read_pids(path("pids")).size(), 4u);
+  EXPECT_EQ(read_pids(path("grandchildren")).size(), 4u);
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, UncaughtExceptionMessageIsShown) {
+  int status = run({"-np", "4", "--grace-period", "2"},
+                   {"--throw", "loss is NaN at step 17", "--only-rank", "1", "--fault-after", "0.5", "--pid-file", path("pids")});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  expect_output_has("Root cause: rank 1");
+  expect_output_has("std::runtime_error: loss is NaN at step 17");
+  expect_output_has("throw_uncaught");
+  expect_output_has("SIGABRT");
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, NonZeroExitIsReportedWithLastStderrLine) {
+  int status = run({"-np", "4", "--grace-period", "2"},
+                   {"--exit", "3", "--only-rank", "0", "--fault-after", "0.5", "--pid-file", path("pids")});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  expect_output_has("Root cause: rank 0");
+  expect_output_has("exit 3");
+  expect_output_has("test_worker: rank 0 exiting with code 3");
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, MaxRestartsRecoversFromAFirstAttemptFailure) {
+  int status = run({"-np", "2", "--max-restarts", "2"}, {"--fail-first-attempt"});
+  EXPECT_EQ(exit_code(status), 0) << output_;
+  expect_output_has("restarting the worker group (restart 1 of 2)");
+  expect_output_has("all workers succeeded on attempt 2");
+}
+
+TEST_F(LaunchTest, RestartsRunOutAndTheLastAttemptIsReported) {
+  int status = run({"-np", "2", "--max-restarts", "1"}, {"--exit", "5"});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  expect_output_has("restart 1 of 1");
+  expect_output_has("attempt 2 of 2");
+}
+
+TEST_F(LaunchTest, WorkersSeeTorchrunEnvironment) {
+  int status = run({"-np", "3", "--run-id", "job42"}, {"--print-env"}, {}, {"OMP_NUM_THREADS"});
+  ASSERT_EQ(exit_code(status), 0) << output_;
+  expect_output_has("OMP_NUM_THREADS=1 for each worker");
+  std::set<std::string> ports;
+  for (int rank = 0; rank < 3; ++rank) {
+    std::string p = "[rank " + std::to_string(rank) + "]: ";
+    expect_output_has(p + "RANK=" + std::to_string(rank) + "\n");
+    expect_output_has(p + "LOCAL_RANK=" + std::to_string(rank) + "\n");
+    expect_output_has(p + "WORLD_SIZE=3\n");
+    expect_output_has(p + "LOCAL_WORLD_SIZE=3\n");
+    expect_output_has(p + "GROUP_RANK=0\n");
+    expect_output_has(p + "MASTER_ADDR=127.0.0.1\n");
+    expect_output_has(p + "TORCHELASTIC_RESTART_COUNT=0\n");
+    expect_output_has(p + "TORCHELASTIC_RUN_ID=job42\n");
+    expect_output_has(p + "DDX_LAUNCH=1\n");
+    expect_output_has(p + "OMP_NUM_THREADS=1\n");
+    std::smatch match;
+    std::regex port_line(std::regex_replace(p, std::regex(R"([\[\]])"), R"(\$&)") + "MASTER_PORT=([0-9]+)");
+    ASSERT_TRUE(std::regex_search(output_, match, port_line)) << output_;
+    ports.insert(match[1].str());
+    // Each rank has its own error file.
+    expect_output_has("rank_" + std::to_string(rank) + "/error.json");
+  }
+  EXPECT_EQ(ports.size(), 1u) << "ranks disagree on MASTER_PORT";
+  EXPECT_NE(*ports.begin(), "0");
+}
+
+TEST_F(LaunchTest, UserOmpNumThreadsIsKept) {
+  int status = run({"--nproc-per-node", "2", "--master-port", "29633"}, {"--print-env"},
+                   {{"OMP_NUM_THREADS", "7"}});
+  ASSERT_EQ(exit_code(status), 0) << output_;
+  expect_output_has("[rank 1]: OMP_NUM_THREADS=7\n");
+  expect_output_has("[rank 0]: MASTER_PORT=29633\n");
+  EXPECT_EQ(output_.find("setting OMP_NUM_THREADS"), std::string::npos) << output_;
+}
+
+TEST_F(LaunchTest, LogDirGetsPerRankFilesAndKeepsTheConsoleQuiet) {
+  std::string logs = path("logs");
+  int status = run({"-np", "2", "--log-dir", logs}, {"--exit", "4", "--only-rank", "1"});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  EXPECT_EQ(output_.find("[rank 1]: test_worker rank 1 started"), std::string::npos) << output_;
+  EXPECT_NE(ddx::testing::read_file(logs + "/attempt_0/rank_1/stdout.log").find("test_worker rank 1 started"),
+            std::string::npos);
+  EXPECT_NE(ddx::testing::read_file(logs + "/attempt_0/rank_1/stderr.log").find("exiting with code 4"),
+            std::string::npos);
+  expect_output_has(logs + "/attempt_0/rank_1/stderr.log");
+}
+
+TEST_F(LaunchTest, SigkilledLauncherTakesWorkersWithIt) {
+  auto launcher = start({"-np", "2"}, {"--sleep", "60", "--pid-file", path("pids")});
+  ASSERT_TRUE(wait_for_pid_count(2, 15s)) << launcher->output();
+  ::kill(launcher->pid(), SIGKILL);
+  ASSERT_TRUE(launcher->wait(5s).has_value());
+  // PR_SET_PDEATHSIG: the kernel kills the workers; nobody is left to clean up.
+  EXPECT_TRUE(wait_until_dead(read_pids(path("pids")), 5s));
+}
+
+TEST_F(LaunchTest, SigtermToLauncherStopsWorkers) {
+  auto launcher = start({"-np", "3", "--grace-period", "2"},
+                        {"--sleep", "60", "--pid-file", path("pids"), "--spawn-grandchild",
+                         path("grandchildren")});
+  ASSERT_TRUE(wait_for_pid_count(3, 15s)) << launcher->output();
+  ::kill(launcher->pid(), SIGTERM);
+  auto status = launcher->wait(10s);
+  output_ = launcher->output();
+  ASSERT_TRUE(status.has_value()) << output_;
+  EXPECT_EQ(exit_code(*status), 128 + SIGTERM) << output_;
+  expect_output_has("received SIGTERM");
+  expect_all_gone();
+}
+
+TEST_F(LaunchTest, BadFlagsExitTwoWithOneLine) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string mention;
+  };
+  std::vector<Case> cases = {
+      {{"launch", "-np", "0", "--", "/bin/true"}, "--nproc-per-node"},
+      {{"launch", "--nproc-per-node", "two", "--", "/bin/true"}, "--nproc-per-node"},
+      {{"launch", "--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "--", "/bin/true"}, "--node-rank"},
+      {{"launch", "--master-port", "70000", "--", "/bin/true"}, "--master-port"},
+      {{"launch", "--nnodes", "2", "--node-rank", "0", "--", "/bin/true"}, "--master-port"},
+      {{"launch", "-np", "2"}, "no command"},
+      {{"launch", "--", "/no/such/program"}, "not found"},
+      {{"launch", "--", "no-such-program-in-path-xyz"}, "not found"},
+      {{"launch", "--bogus-flag", "--", "/bin/true"}, "bogus"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {DDX_BIN};
+    argv.insert(argv.end(), c.argv.begin(), c.argv.end());
+    ChildProcess ddx(argv, {}, path("output.txt"));
+    auto status = ddx.wait(10s);
+    ASSERT_TRUE(status.has_value());
+    std::string out = ddx.output();
+    EXPECT_EQ(exit_code(*status), 2) << c.mention << ": " << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_NE(out.find(c.mention), std::string::npos) << out;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,184 @@
+// A worker for the process-group and collective-layer tests: one scenario per run, under
+// ddx launch. Prints "PASS <scenario>" and exits 0, or throws (exit via the error handlers).
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "ddx/collectives.h"
+#include "ddx/error_report.h"
+#include "ddx/log.h"
+#include "ddx/process_group.h"
+#include "ddx/rendezvous.h"
+
+using namespace ddx;
+
+namespace {
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("check failed: " + what);
+}
+
+ProcessGroupOptions options(int timeout_ms) {
+  ProcessGroupOptions o;
+  o.collective_timeout = std::chrono::milliseconds(timeout_ms);
+  o.store_timeout = std::chrono::seconds(30);
+  o.enable_nccl = false;
+  return o;
+}
+
+double sum_of(const std::vector<int>& ranks) {
+  double s = 0;
+  for (int r : ranks) s += r + 1;
+  return s;
+}
+
+// Sum of (global rank + 1) over each group of a 2-D and a 3-D mesh.
+void mesh(World& world) {
+  expect(world.size() == 4, "mesh scenario needs 4 ranks");
+  DeviceMesh& m = world.mesh({{"dp", 2}, {"tp", 2}});
+  for (const char* dim : {"dp", "tp"}) {
+    Group& g = m.group(dim);
+    auto t = torch::full({3}, world.rank() + 1.0);
+    all_reduce(g, t, ReduceOp::Sum).wait();
+    expect(t[0].item<double>() == sum_of(g.global_ranks()),
+           std::string(dim) + " sum " + std::to_string(t[0].item<double>()));
+  }
+  // TP innermost: tp groups are consecutive ranks, dp groups stride by tp.
+  expect(m.group("tp").global_ranks() == std::vector<int>({world.rank() / 2 * 2, world.rank() / 2 * 2 + 1}),
+         "tp group ranks");
+  expect(m.group("dp").global_ranks() == std::vector<int>({world.rank() % 2, world.rank() % 2 + 2}), "dp group ranks");
+  expect(m.coordinate("tp") == world.rank() % 2 && m.coordinate("dp") == world.rank() / 2, "coordinates");
+
+  // A dimension of size 1 is legal and gives single-rank groups.
+  DeviceMesh& m3 = world.mesh({{"pp", 2}, {"dp", 1}, {"tp", 2}});
+  expect(m3.group("dp").size() == 1, "size-1 dimension");
+  auto t = torch::full({1}, world.rank() + 1.0);
+  all_reduce(m3.group("pp"), t).wait();
+  expect(t.item<double>() == sum_of(m3.group("pp").global_ranks()), "pp sum");
+
+  // A subgroup that only some ranks join.
+  Group* odd = world.new_group("odd", {1, 3});
+  expect((odd != nullptr) == (world.rank() % 2 == 1), "membership of odd group");
+  if (odd) {
+    auto x = torch::full({2}, 10.0 * world.rank());
+    all_reduce(*odd, x).wait();
+    expect(x[0].item<double>() == 40.0, "odd group sum");
+  }
+}
+
+// Records: numbering, fields, states and call sites seen by an observer.
+class Recorder : public OpObserver {
+ public:
+  void on_end(const OpRecord& r) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    ended.push_back(r);
+  }
+  std::mutex mutex;
+  std::vector<OpRecord> ended;
+};
+
+void records(World& world) {
+  Recorder rec;
+  add_op_observer(&rec);
+  Group& g = world.world();
+  const uint64_t seq0 = g.seq();
+  {
+    CallSite site("step 3 backward bucket 1");
+    auto t = torch::ones({5, 2}, torch::kFloat64);
+    all_reduce(g, t).wait();
+  }
+  auto in = torch::ones({4}, torch::kInt32);
+  auto out = torch::zeros({4 * world.size()}, torch::kInt32);
+  all_gather(g, out, in).wait();
+  barrier(g).wait();
+  remove_op_observer(&rec);
+  std::lock_guard<std::mutex> lock(rec.mutex);
+  expect(rec.ended.size() == 3, "3 records, got " + std::to_string(rec.ended.size()));
+  const OpRecord& a = rec.ended[0];
+  expect(a.op == OpType::AllReduce && a.group == "world" && a.seq == seq0 + 1, "all_reduce record");
+  expect(a.dtype == "float64" && a.numel == 10 && a.bytes == 80 && a.reduce_op == "sum", "all_reduce fields");
+  expect(a.call_site == "step 3 backward bucket 1", "call site '" + a.call_site + "'");
+  expect(a.state == OpState::Completed && a.t_enqueue_us <= a.t_start_us && a.t_start_us <= a.t_end_us,
+         "states and timestamps");
+  expect(rec.ended[1].op == OpType::AllGather && rec.ended[1].seq == seq0 + 2 && rec.ended[1].call_site.empty(),
+         "all_gather record");
+  expect(rec.ended[2].op == OpType::Barrier && rec.ended[2].seq == seq0 + 3, "barrier record");
+  expect(static_cast<int>(a.group_ranks.size()) == world.size(), "group ranks");
+}
+
+// Rank 1 never joins: rank 0's all-reduce fails at the collective timeout with an error that
+// names the op and group, and shutting down afterwards does not block.
+void timeout(World& world) {
+  Group& g = world.world();
+  if (world.rank() == 0) {
+    auto t = torch::ones({8});
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      all_reduce(g, t).wait();
+      throw std::runtime_error("all_reduce without peer did not fail");
+    } catch (const CollectiveError& e) {
+      const std::string what = e.what();
+      std::printf("rank 0 error after %.1f s: %s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), what.c_str());
+      expect(what.find("all_reduce") != std::string::npos && what.find("world") != std::string::npos,
+             "error names op and group");
+      expect(e.record().state == OpState::Failed, "record failed");
+    }
+    world.store().set("ddx/test/rank0-done", std::vector<uint8_t>{1});
+  } else {
+    world.store().wait({"ddx/test/rank0-done"});
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  world.shutdown();
+  std::printf("rank %d shutdown took %.2f s\n", world.rank(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+}
+
+// Rank 0 leaves an all-reduce pending (rank 1 never joins) and shuts down at once: shutdown
+// must not wait for the 10-minute collective timeout.
+void shutdown_pending(World& world) {
+  Group& g = world.world();
+  if (world.rank() == 0) {
+    auto t = torch::ones({8});
+    Work pending = all_reduce(g, t);
+    const auto t0 = std::chrono::steady_clock::now();
+    world.shutdown();
+    std::printf("rank 0 shutdown with a pending op took %.2f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fflush(stdout);
+    std::_Exit(0);  // the abandoned backend is not destroyed
+  }
+  // Rank 1 waits until rank 0 is gone (its store closes), then leaves.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::_Exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_error_handlers();
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: pg_worker mesh|records|timeout|shutdown-pending\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  RendezvousInfo info = resolve_rendezvous(current_env());
+  log::set_rank(info.rank, info.world_size);
+  set_error_report_rank(info.rank, info.local_rank, info.world_size);
+  const int timeout_ms = scenario == "timeout" ? 2000 : 600000;
+  auto world = World::init(info, options(timeout_ms));
+  if (scenario == "mesh") mesh(*world);
+  else if (scenario == "records") records(*world);
+  else if (scenario == "timeout") timeout(*world);
+  else if (scenario == "shutdown-pending") shutdown_pending(*world);
+  else throw std::runtime_error("unknown scenario " + scenario);
+  world->shutdown();
+  std::printf("PASS %s rank %d\n", scenario.c_str(), info.rank);
+  return 0;
+}

@@ -1,0 +1,126 @@
+#pragma once
+// Starting, waiting for and cleaning up real processes in tests. Every child runs in its own
+// process group with its output in a file; the destructor kills the group, so a failing
+// assertion never leaves processes behind.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace ddx::testing {
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+inline std::vector<pid_t> read_pids(const std::string& path) {
+  std::vector<pid_t> pids;
+  std::ifstream in(path);
+  for (long pid; in >> pid;) pids.push_back(static_cast<pid_t>(pid));
+  return pids;
+}
+
+// Alive and not a zombie.
+inline bool process_alive(pid_t pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
+}
+
+// True once every pid is gone, false when some is still alive after `timeout`.
+inline bool wait_until_dead(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    bool any_alive = false;
+    for (pid_t pid : pids) any_alive = any_alive || process_alive(pid);
+    if (!any_alive) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+class ChildProcess {
+ public:
+  ChildProcess(std::vector<std::string> argv, std::map<std::string, std::string> env_overrides,
+               std::string output_path, std::vector<std::string> env_removals = {})
+      : output_path_(std::move(output_path)) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string entry = *e;
+      size_t eq = entry.find('=');
+      if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    for (const auto& key : env_removals) env.erase(key);
+    for (const auto& [k, v] : env_overrides) env[k] = v;
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    std::vector<char*> c_argv, c_env;
+    for (auto& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    for (auto& e : env_strings) c_env.push_back(e.data());
+    c_env.push_back(nullptr);
+    int out = ::open(output_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
+      ::execve(c_argv[0], c_argv.data(), c_env.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);
+    ::close(out);
+  }
+
+  ~ChildProcess() {
+    if (!reaped_) {
+      ::kill(-pid_, SIGKILL);
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // The waitpid() status, or nullopt when it did not exit within `timeout` (then it is killed).
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      int status = 0;
+      pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        reaped_ = true;
+        return status;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::string output() const { return read_file(output_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  std::string output_path_;
+};
+
+}  // namespace ddx::testing
