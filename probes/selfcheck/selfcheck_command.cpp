@@ -24,7 +24,7 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
       "torchrun, srun or mpiexec.");
   cmd->add_option("--sizes", options->sizes, "Elements per rank for each check")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--dtypes", options->dtypes, "Data types to check")
       ->delimiter(',')
       ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"}));
@@ -32,7 +32,7 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--json", options->json_path, "Write every rank's results as JSON (rank 0)");
   cmd->add_option("--timeout", *timeout_s, "Seconds before a collective or the rendezvous gives up")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.1, 86400.0));
 
   return {cmd, [options, timeout_s]() {
             log::configure_from_env();
