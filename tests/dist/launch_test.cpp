@@ -102,7 +102,9 @@ TEST_F(LaunchTest, SegfaultingRankIsReportedAndNothingSurvives) {
                    {"--segv", "--only-rank", "2", "--fault-after", "0.5", "--pid-file", path("pids"),
                     "--spawn-grandchild", path("grandchildren")});
   EXPECT_EQ(exit_code(status), 1) << output_;
-  EXPECT_LT(elapsed_, 15s);
+  // "Within seconds", not "after a timeout": generous, because symbolizing the crash on a
+  // loaded 2-core CI machine can take several seconds.
+  EXPECT_LT(elapsed_, 60s);
   expect_output_has("worker group failed");
   expect_output_has("Root cause: rank 2");
   expect_output_has("SIGSEGV");

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "ddx/errors.h"
 #include "ddx/log.h"
@@ -165,6 +166,26 @@ DeviceMesh& World::mesh(const std::vector<std::pair<std::string, int>>& dims) {
 void World::shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  // Rank 0 hosts the store: if it left first, ranks still building a subgroup (which only
+  // some ranks join) or reading a key would lose it. So every rank checks out through the
+  // store and rank 0 waits for all of them — unless an operation is still pending somewhere,
+  // i.e. the job is failing and peers may never check out.
+  bool busy = world_ && world_->pending()->load() > 0;
+  for (const auto& g : groups_) busy = busy || g->pending()->load() > 0;
+  if (store_ && info_.world_size > 1 && !busy) {
+    try {
+      store_->add("ddx/world/checked_out", 1);
+      if (info_.rank == 0) {
+        const auto deadline = std::chrono::steady_clock::now() + options_.store_timeout;
+        while (store_->add("ddx/world/checked_out", 0) < info_.world_size &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      }
+    } catch (const std::exception& e) {
+      log::warn("shutdown: could not check out through the store: ", e.what());
+    }
+  }
   for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) (*it)->shutdown();
   if (world_) world_->shutdown();
   if (mpi_initialized_here_) {

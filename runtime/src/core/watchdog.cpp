@@ -1,0 +1,503 @@
+// The watchdog's two threads. The watch thread never touches the store: it polls the flight
+// recorder for ops past the timeout, reacts to failures, signals and requests, and writes
+// dumps. The heartbeat thread does every store round trip (publish our heartbeat, look for
+// dump requests, read peers' heartbeats), so a store that hangs or vanishes can delay only
+// the peer information, never the dump.
+#include "ddx/watchdog.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "ddx/atomic_file.h"
+#include "ddx/error_report.h"
+#include "ddx/log.h"
+
+namespace ddx {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Signal handlers only set flags; the watch thread does the work at its next tick.
+std::atomic<Watchdog*> g_active{nullptr};
+std::atomic<bool> g_sigusr2{false};
+std::atomic<bool> g_sigterm{false};
+struct sigaction g_old_usr2 {};
+struct sigaction g_old_term {};
+bool g_term_installed = false;
+std::terminate_handler g_old_terminate = nullptr;
+
+void on_sigusr2(int) { g_sigusr2.store(true); }
+void on_sigterm(int) { g_sigterm.store(true); }
+
+// An uncaught exception would kill the rank before the watch thread's next tick: dump first.
+void on_terminate() {
+  if (Watchdog* w = g_active.load()) {
+    std::string what = "uncaught exception";
+    if (std::exception_ptr e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        what += std::string(": ") + ex.what();
+      } catch (...) {
+      }
+    }
+    w->dump(what.substr(0, what.find('\n')));
+  }
+  if (g_old_terminate) g_old_terminate();
+  std::abort();
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
+int64_t file_mtime_ns(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::string request_file(const std::string& dir) { return dir + "/ddx-fr-request.json"; }
+
+}  // namespace
+
+Watchdog::Watchdog(FlightRecorder& recorder, HangOptions options, DumpContext identity,
+                   std::unique_ptr<PeerChannel> channel)
+    : recorder_(recorder), options_(std::move(options)), identity_(std::move(identity)),
+      channel_(std::move(channel)) {
+  exit_ = [](int code) {
+    std::fflush(nullptr);
+    std::_Exit(code);  // destructors could block on groups with ops in flight
+  };
+  recorder_.set_failure_callback([this](const OpRecord& r) {
+    if (!options_.dump_on_failure || aborting_.load()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_ || !fired_.insert(r.id).second) return;
+    }
+    // Dump here, on the failing op's thread: the caller is about to get an exception that may
+    // end the process before the watch thread wakes up.
+    const std::string reason = describe_op(r) + " failed: " + first_line(r.error);
+    dump(reason);
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_fatal_.push_back({reason, r.group});
+    wake_watch_.notify_all();
+  });
+}
+
+Watchdog::~Watchdog() {
+  stop();
+  recorder_.set_failure_callback(nullptr);
+}
+
+void Watchdog::start() {
+  if (started_) return;
+  started_ = true;
+  start_unix_ms_ = unix_now_ms();
+  heartbeat_unix_ms_ = start_unix_ms_;
+  if (!options_.trace_dir.empty()) {
+    last_request_file_mtime_ns_ = file_mtime_ns(request_file(options_.trace_dir));
+  }
+  Watchdog* expected = nullptr;
+  if (g_active.compare_exchange_strong(expected, this)) {
+    struct sigaction sa {};
+    sa.sa_handler = on_sigusr2;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGUSR2, &sa, &g_old_usr2);
+    if (options_.dump_on_sigterm && !options_.trace_dir.empty()) {
+      sa.sa_handler = on_sigterm;
+      ::sigaction(SIGTERM, &sa, &g_old_term);
+      g_term_installed = true;
+    }
+    g_old_terminate = std::set_terminate(on_terminate);
+  } else {
+    log::warn("ddx watchdog: another watchdog is active in this process; signals go to it");
+  }
+  watch_thread_ = std::thread([this] { watch_loop(); });
+  if (channel_) heartbeat_thread_ = std::thread([this] { heartbeat_loop(); });
+}
+
+void Watchdog::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_watch_.notify_all();
+  wake_heartbeat_.notify_all();
+  if (watch_thread_.joinable()) watch_thread_.join();
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  Watchdog* self = this;
+  if (g_active.compare_exchange_strong(self, nullptr)) {
+    ::sigaction(SIGUSR2, &g_old_usr2, nullptr);
+    if (g_term_installed) ::sigaction(SIGTERM, &g_old_term, nullptr);
+    g_term_installed = false;
+    std::set_terminate(g_old_terminate);
+  }
+}
+
+std::string Watchdog::peers_json_locked() const {
+  if (!channel_) return "";
+  json ranks = json::object();
+  const int64_t now_us = steady_now_us();
+  for (const auto& [rank, payload] : peers_) {
+    json r = {{"heartbeat", json::parse(payload, nullptr, false)}};
+    auto seen = peer_counter_seen_.find(rank);
+    if (seen != peer_counter_seen_.end()) r["silent_ms"] = (now_us - seen->second.second) / 1000;
+    ranks[std::to_string(rank)] = std::move(r);
+  }
+  json doc = {{"source", "store"},
+              {"observer_rank", identity_.rank},
+              {"read_unix_ms", peers_unix_ms_},
+              {"error", peers_error_},
+              {"store_failing_ms",
+               store_failing_since_us_ ? (now_us - store_failing_since_us_) / 1000 : 0},
+              {"declared_dead", std::vector<int>(declared_dead_.begin(), declared_dead_.end())},
+              {"ranks", std::move(ranks)}};
+  return doc.dump();
+}
+
+std::string Watchdog::dump(const std::string& reason) {
+  if (options_.trace_dir.empty()) return "";
+  std::lock_guard<std::mutex> dump_lock(dump_mutex_);
+  triggers_.push_back({reason, unix_now_ms()});
+  DumpContext c = identity_;
+  c.reason = reason;
+  c.triggers = triggers_;
+  c.collective_timeout_ms = options_.collective_timeout.count();
+  c.heartbeat_unix_ms = heartbeat_unix_ms_.load();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    c.peers_json = peers_json_locked();
+  }
+  try {
+    std::string path = write_flight_recorder_dump(options_.trace_dir, recorder_.snapshot(), c);
+    log::info("ddx flight recorder: wrote ", path, " (", reason, ")");
+    return path;
+  } catch (const std::exception& e) {
+    log::error("ddx flight recorder: could not write the dump: ", e.what());
+    return "";
+  }
+}
+
+void Watchdog::check_timeouts() {
+  const int64_t now_us = steady_now_us();
+  const int64_t limit_us = options_.collective_timeout.count() * 1000;
+  for (const OpRecord& op : recorder_.in_flight()) {
+    const int64_t age_us = now_us - op.t_enqueue_us;
+    if (age_us <= limit_us) continue;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fired_.insert(op.id).second) continue;
+    pending_fatal_.push_back(
+        {describe_op(op) + " has not finished after " +
+             format_duration(std::chrono::milliseconds(age_us / 1000)) + " (--collective-timeout " +
+             format_duration(options_.collective_timeout) + ")",
+         op.group});
+  }
+}
+
+void Watchdog::watch_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_watch_.wait_for(lock, options_.tick);
+    if (stopping_) break;
+    lock.unlock();
+    heartbeat_unix_ms_ = unix_now_ms();
+    if (g_active.load() == this && g_sigterm.exchange(false)) {
+      dump("SIGTERM (the launcher or scheduler is stopping this rank)");
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      ::sigaction(SIGTERM, &dfl, nullptr);
+      std::fflush(nullptr);
+      ::kill(::getpid(), SIGTERM);  // die of SIGTERM, as without us
+    }
+    if (g_active.load() == this && g_sigusr2.exchange(false)) {
+      dump("SIGUSR2 (on-demand dump; training continues)");
+    }
+    check_timeouts();
+    std::vector<Fatal> fatal;
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      fatal.swap(pending_fatal_);
+    }
+    for (const Fatal& f : fatal) handle_fatal(f);
+    handle_dump_requests();
+    lock.lock();
+  }
+}
+
+void Watchdog::handle_dump_requests() {
+  std::string text;
+  int64_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (seen_generation_ > handled_generation_) {
+      generation = handled_generation_ = seen_generation_;
+      text = seen_request_;
+    }
+  }
+  if (generation > 0) {
+    if (text != served_request_) dump("requested by " + text);
+    served_request_ = text;
+    std::lock_guard<std::mutex> lock(mutex_);
+    outgoing_dumped_.push_back(generation);
+    wake_heartbeat_.notify_all();
+  }
+  // The fallback when the store is gone: a request file in the trace directory (shared file
+  // systems and ranks on one host see it).
+  if (options_.trace_dir.empty()) return;
+  const std::string path = request_file(options_.trace_dir);
+  const int64_t mtime = file_mtime_ns(path);
+  if (mtime == 0 || mtime == last_request_file_mtime_ns_) return;
+  last_request_file_mtime_ns_ = mtime;
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return;
+  std::string content;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) content.append(buffer, n);
+  std::fclose(f);
+  json request = json::parse(content, nullptr, false);
+  if (!request.is_object()) return;
+  const int from = request.value("rank", -1);
+  const int64_t at = request.value("unix_ms", int64_t{0});
+  const std::string request_text = request.value("request", std::string());
+  if (from == identity_.rank || at < start_unix_ms_) return;  // ours, or from an earlier run
+  if (request_text == served_request_) return;  // already served through the store
+  served_request_ = request_text;
+  dump("requested by " + request_text + " (request file)");
+}
+
+void Watchdog::write_request_file(const std::string& request, int64_t unix_ms) {
+  if (options_.trace_dir.empty()) return;
+  json doc = {{"rank", identity_.rank}, {"unix_ms", unix_ms}, {"request", request}};
+  try {
+    write_file_atomically(request_file(options_.trace_dir), doc.dump() + "\n");
+  } catch (const std::exception& e) {
+    log::warn("ddx watchdog: could not write the dump request file: ", e.what());
+  }
+}
+
+std::map<int, std::string> Watchdog::collect_peers(std::chrono::milliseconds within) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!channel_) return {};
+  const uint64_t round = collect_round_;
+  collect_requested_ = true;
+  wake_heartbeat_.notify_all();
+  wake_watch_.wait_for(lock, within, [&] { return collect_round_ > round || stopping_; });
+  return peers_;
+}
+
+bool Watchdog::wait_for_peer_dumps() {
+  const auto deadline = Clock::now() + options_.dump_wait;
+  while (Clock::now() < deadline) {
+    if (g_sigterm.load()) return false;  // being stopped anyway; our dump is written
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (own_generation_ > 0 && peer_dumped_count_ >= identity_.world_size) return true;
+    }
+    // Without the store: every rank's file written since this job started (same host or a
+    // shared file system).
+    if (!options_.trace_dir.empty()) {
+      int fresh = 0;
+      for (int r = 0; r < identity_.world_size; ++r) {
+        const int64_t mtime = file_mtime_ns(flight_recorder_path(options_.trace_dir, r));
+        if (mtime / 1000000 >= start_unix_ms_ - 1000) ++fresh;
+      }
+      if (fresh == identity_.world_size) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void Watchdog::handle_fatal(const Fatal& fatal) {
+  if (aborting_.load()) return;
+  ++fatal_events_;
+  const std::string path = dump(fatal.reason);
+  log::error("ddx watchdog: ", fatal.reason);
+  const int64_t request_ms = unix_now_ms();
+  const std::string request = "rank " + std::to_string(identity_.rank) + ": " + fatal.reason +
+                              " @" + std::to_string(request_ms);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outgoing_requests_.push_back(request);
+    wake_heartbeat_.notify_all();
+  }
+  served_request_ = request;  // never serve our own request
+  write_request_file(request, request_ms);
+  if (!path.empty()) {
+    log::error("ddx watchdog: flight recorder written to ", path,
+               "; asked the other ranks to dump too");
+  }
+  std::map<int, std::string> peers = collect_peers(std::chrono::milliseconds(1500));
+  if (!fatal.group.empty()) {
+    std::string summary = desync_summary(fatal.group, peers, identity_.world_size);
+    std::string error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error = peers_error_;
+    }
+    if (summary.empty()) {
+      summary = "peer progress unknown" + (error.empty() ? std::string() : " (store: " + error + ")");
+    }
+    log::error("ddx watchdog: ", summary);
+  }
+  if (!options_.trace_dir.empty()) {
+    log::error("ddx watchdog: once every rank has dumped: ddx analyze ", options_.trace_dir);
+  }
+  switch (options_.on_timeout) {
+    case OnTimeout::Abort: {
+      aborting_ = true;
+      log::error("ddx watchdog: aborting (--on-timeout abort) after the other ranks dump (at most ",
+                 format_duration(options_.dump_wait), ")");
+      const bool all = wait_for_peer_dumps();
+      if (!all) log::warn("ddx watchdog: not every rank confirmed its dump; aborting anyway");
+      dump(fatal.reason);  // again, now with what we learned about the peers
+      write_error_report("ddx watchdog: " + fatal.reason +
+                             (path.empty() ? std::string() : "; flight recorder: " + path),
+                         kExitWatchdog);
+      exit_(kExitWatchdog);
+      break;
+    }
+    case OnTimeout::Dump:
+      dump(fatal.reason);
+      log::error("ddx watchdog: continuing (--on-timeout dump); the backend's own timeout decides what happens next");
+      break;
+    case OnTimeout::Wait:
+      dump(fatal.reason);
+      log::error("ddx watchdog: keeping the rank alive (--on-timeout wait): attach a debugger, or stop the job");
+      break;
+  }
+}
+
+void Watchdog::heartbeat_loop() {
+  uint64_t counter = 0;
+  int64_t marked_upto = 0;
+  const int64_t hb_timeout_us = options_.effective_heartbeat_timeout().count() * 1000;
+  for (;;) {
+    std::vector<std::string> requests;
+    std::vector<int64_t> dumped;
+    bool collect = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_heartbeat_.wait_for(lock, options_.heartbeat_interval, [&] {
+        return stopping_ || collect_requested_ || !outgoing_requests_.empty() ||
+               !outgoing_dumped_.empty();
+      });
+      if (stopping_) return;
+      requests.swap(outgoing_requests_);
+      dumped.swap(outgoing_dumped_);
+      collect = collect_requested_;
+      collect_requested_ = false;
+    }
+    try {
+      // A dump marks every request up to the one it served: a rank that dumped for its own
+      // timeout at the same moment counts for a concurrent request of another rank.
+      auto mark_upto = [&](int64_t generation) {
+        for (int64_t g = marked_upto + 1; g <= generation; ++g) channel_->mark_dumped(g);
+        marked_upto = std::max(marked_upto, generation);
+      };
+      for (const std::string& request : requests) {
+        const int64_t generation = channel_->request_dump(request);
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          own_generation_ = generation;
+          handled_generation_ = std::max(handled_generation_, generation);
+          seen_generation_ = std::max(seen_generation_, generation);
+        }
+        mark_upto(generation);  // we dumped before asking
+      }
+      for (int64_t g : dumped) mark_upto(g);
+      const std::vector<OpRecord> in_flight = recorder_.in_flight();
+      channel_->publish_heartbeat(identity_.rank,
+                                  heartbeat_payload(++counter, identity_, recorder_.progress(), in_flight));
+      const int64_t generation = channel_->dump_generation();
+      int64_t own = 0;
+      bool fresh = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        own = own_generation_;
+        fresh = generation > seen_generation_;
+      }
+      if (fresh) {
+        std::string text = channel_->dump_request(generation);
+        std::lock_guard<std::mutex> lock(mutex_);
+        seen_generation_ = std::max(seen_generation_, generation);
+        seen_request_ = text;
+        wake_watch_.notify_all();
+      }
+      if (own > 0) {
+        const int64_t count = channel_->dumped_count(own);
+        std::lock_guard<std::mutex> lock(mutex_);
+        peer_dumped_count_ = count;
+      }
+      // Rank 0 watches everyone's heartbeat; the others read them when asked (summaries).
+      if (identity_.rank == 0 || collect) {
+        std::map<int, std::string> peers = channel_->read_heartbeats(identity_.world_size);
+        const int64_t now_us = steady_now_us();
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (int r = 0; r < identity_.world_size; ++r) {
+          if (r == identity_.rank) continue;
+          uint64_t n = 0;
+          auto it = peers.find(r);
+          if (it != peers.end()) {
+            json hb = json::parse(it->second, nullptr, false);
+            if (hb.is_object()) n = hb.value("n", uint64_t{0});
+          }
+          auto seen = peer_counter_seen_.find(r);
+          if (seen == peer_counter_seen_.end() || seen->second.first != n) {
+            peer_counter_seen_[r] = {n, now_us};
+          } else if (identity_.rank == 0 && now_us - seen->second.second > hb_timeout_us &&
+                     declared_dead_.insert(r).second) {
+            std::string last = it == peers.end() ? "it never sent one" : "last: " + it->second;
+            pending_fatal_.push_back(
+                {"rank " + std::to_string(r) + "'s heartbeat stopped " +
+                     format_duration(std::chrono::milliseconds((now_us - seen->second.second) / 1000)) +
+                     " ago (" + first_line(last) + ")",
+                 ""});
+            wake_watch_.notify_all();
+          }
+        }
+        peers_ = std::move(peers);
+        peers_unix_ms_ = unix_now_ms();
+        ++collect_round_;
+        peers_error_.clear();
+        store_failing_since_us_ = 0;
+        wake_watch_.notify_all();
+      } else {
+        std::lock_guard<std::mutex> lock(mutex_);
+        peers_error_.clear();
+        store_failing_since_us_ = 0;
+      }
+    } catch (const std::exception& e) {
+      const int64_t now_us = steady_now_us();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (peers_error_.empty()) log::warn("ddx watchdog: store unreachable: ", first_line(e.what()));
+      peers_error_ = first_line(e.what());
+      if (!store_failing_since_us_) store_failing_since_us_ = now_us;
+      if (collect) ++collect_round_;  // answer the waiting watch thread anyway
+      if (now_us - store_failing_since_us_ > hb_timeout_us && identity_.rank != 0 &&
+          declared_dead_.insert(0).second) {
+        pending_fatal_.push_back(
+            {"the store hosted by rank 0 has been unreachable for " +
+                 format_duration(std::chrono::milliseconds((now_us - store_failing_since_us_) / 1000)) +
+                 " (" + peers_error_ + "): rank 0 is probably dead",
+             ""});
+      }
+      wake_watch_.notify_all();
+    }
+  }
+}
+
+}  // namespace ddx

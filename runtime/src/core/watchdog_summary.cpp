@@ -1,0 +1,114 @@
+// What the watchdog says about an op and about its peers: the heartbeat each rank publishes and
+// the one-glance desync summary built from the peers' heartbeats (RAS-style grouping: "ranks
+// 0,1,3 at #4, rank 2 at #3"; no rank is taken as the reference).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+#include "ddx/watchdog.h"
+
+namespace ddx {
+namespace {
+
+using nlohmann::json;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+std::string seconds_text(int64_t ms) {
+  std::ostringstream out;
+  out.precision(ms < 10000 ? 2 : 3);
+  out << ms / 1000.0 << " s";
+  return out.str();
+}
+
+}  // namespace
+
+std::string describe_op(const OpRecord& r) {
+  std::ostringstream out;
+  out << to_string(r.op);
+  if (!r.reduce_op.empty()) out << "(" << r.reduce_op << ")";
+  out << (r.p2p ? " p2p#" : " #") << r.seq << " on group " << r.group << " (";
+  if (!r.dtype.empty()) out << r.dtype << " " << shape_text(r.in_shape);
+  if (r.peer >= 0) out << (r.p2p ? ", peer " : ", root ") << r.peer;
+  if (!r.call_site.empty()) out << ", at '" << r.call_site << "'";
+  out << ")";
+  return out.str();
+}
+
+std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const RecorderSnapshot& s,
+                              const std::vector<OpRecord>& in_flight) {
+  json groups = json::object();
+  for (const GroupProgress& g : s.groups) {
+    groups[g.group] = {g.last_enqueued, g.last_started, g.last_completed,
+                       g.in_flight, g.last_enqueued_p2p, g.last_completed_p2p};
+  }
+  const int64_t idle_ms = s.last_event_us ? (steady_now_us() - s.last_event_us) / 1000 : -1;
+  json doc = {{"n", counter},         {"host", me.host},      {"pid", me.pid},
+              {"unix_ms", unix_now_ms()}, {"idle_ms", idle_ms}, {"groups", std::move(groups)},
+              {"op", in_flight.empty() ? std::string() : describe_op(in_flight.front())}};
+  return doc.dump();
+}
+
+std::string desync_summary(const std::string& group, const std::map<int, std::string>& heartbeats,
+                           int world_size) {
+  // Position of each rank in `group`: (enqueued, in flight?) -> ranks.
+  struct Position {
+    uint64_t enqueued = 0;
+    bool in_flight = false;
+    bool operator<(const Position& o) const {
+      return enqueued != o.enqueued ? enqueued > o.enqueued : in_flight > o.in_flight;
+    }
+  };
+  std::map<Position, std::vector<int>> positions;
+  std::map<Position, int64_t> max_idle;
+  std::vector<int> silent;
+  for (int rank = 0; rank < world_size; ++rank) {
+    auto it = heartbeats.find(rank);
+    json hb = it == heartbeats.end() ? json() : json::parse(it->second, nullptr, false);
+    if (!hb.is_object() || !hb.contains("groups")) {
+      silent.push_back(rank);
+      continue;
+    }
+    const json& groups = hb["groups"];
+    if (!groups.contains(group)) continue;  // not a member
+    const json& g = groups[group];
+    Position p;
+    p.enqueued = g.at(0).get<uint64_t>();
+    p.in_flight = g.at(3).get<int>() > 0;
+    positions[p].push_back(rank);
+    max_idle[p] = std::max(max_idle[p], hb.value("idle_ms", int64_t{0}));
+  }
+  if (positions.empty()) return "";
+  std::ostringstream out;
+  out << "group " << group << ": ";
+  const uint64_t front = positions.begin()->first.enqueued;
+  bool first = true;
+  for (const auto& [p, ranks] : positions) {
+    out << (first ? "" : "; ") << rank_list(ranks) << " at #" << p.enqueued;
+    if (p.in_flight) {
+      out << " (in flight)";
+    } else {
+      out << " (done, idle " << seconds_text(max_idle[p]) << ")";
+    }
+    if (p.enqueued < front) out << " <- behind";
+    first = false;
+  }
+  if (!silent.empty()) out << "; " << rank_list(silent) << ": no heartbeat";
+  return out.str();
+}
+
+}  // namespace ddx
