@@ -14,4 +14,11 @@ echo "ci: build took $(( $(date +%s) - start )) s"
 
 # Multi-rank tests start several processes each: run two tests at a time on 2 cores.
 cd "$build"
-ctest --output-on-failure --timeout 600 -j "${DDX_TEST_JOBS:-2}" "$@"
+status=0
+ctest --output-on-failure --timeout 600 -j "${DDX_TEST_JOBS:-2}" "$@" || status=$?
+# The parity suite's report belongs in the CI log whether it passed or not.
+if [ -f "$build/parity-ci-output.txt" ]; then
+  echo "ci: ddx parity report (from the parity test):"
+  sed -n '/^strategy /,$p' "$build/parity-ci-output.txt"
+fi
+exit $status

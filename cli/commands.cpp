@@ -6,10 +6,15 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
   std::vector<Subcommand> commands;
   commands.push_back(add_launch_command(app));
   commands.push_back(add_version_command(app));
+  commands.push_back(add_analyze_command(app));
 #ifdef DDX_WITH_TORCH
+  commands.push_back(add_train_command(app));
+  commands.push_back(add_parity_command(app));
   CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, ...");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));
+  commands.push_back(add_hang_command(*probe));
+  commands.push_back(add_bandwidth_command(*probe));
 #endif
   return commands;
 }

@@ -16,8 +16,13 @@ std::string version_line();
 // Subcommands, one function each, defined next to the code they run.
 Subcommand add_launch_command(CLI::App& app);   // launcher/launch_command.cpp
 Subcommand add_version_command(CLI::App& app);  // cli/version_command.cpp
+Subcommand add_analyze_command(CLI::App& app);  // analyzer/analyze_command.cpp
 #ifdef DDX_WITH_TORCH
 Subcommand add_selfcheck_command(CLI::App& probe);  // probes/selfcheck/selfcheck_command.cpp
+Subcommand add_hang_command(CLI::App& probe);       // probes/hang/hang_command.cpp
+Subcommand add_bandwidth_command(CLI::App& probe);  // probes/bandwidth/torch/bandwidth_command.cpp
+Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
+Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_command.cpp
 #endif
 
 }  // namespace ddx::cli

@@ -26,7 +26,12 @@ function(ddx_add_gtest name)
   if(TARGET test_worker)
     target_compile_definitions(${name} PRIVATE DDX_TEST_WORKER="$<TARGET_FILE:test_worker>")
   endif()
+  # One label per test: a list would not survive gtest_discover_tests' PROPERTIES pass-through.
+  list(LENGTH T_LABELS label_count)
+  if(label_count GREATER 1)
+    message(FATAL_ERROR "ddx_add_gtest(${name}): give one label, got ${T_LABELS}")
+  endif()
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}")
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS ${T_LABELS})
 endfunction()

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
+#include "ddx/hang_detection.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
 #include "ddx/test_perturbation.h"
@@ -50,11 +51,19 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
             const auto t0 = std::chrono::steady_clock::now();
             auto world = World::init(info, pg);
             install_test_perturbations(world->rank());
+            // A selfcheck that hangs leaves flight-recorder dumps when DDX_TRACE_DIR is set.
+            // Dump and go on: a failed collective is reported in the selfcheck's own table.
+            HangOptions hang_defaults;
+            hang_defaults.on_timeout = OnTimeout::Dump;
+            HangOptions hang_options = hang_options_from_env(current_env(), hang_defaults);
+            hang_options.collective_timeout = pg.collective_timeout;
+            auto hang_detection = HangDetection::install(*world, hang_options);
             log::debug("selfcheck: ", info.describe());
             auto results = probes::run_checks(world->world(), *options);
             const double seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const int rc = probes::report_selfcheck(*world, results, *options, seconds);
+            hang_detection.reset();
             world->shutdown();
             return rc;
           }};

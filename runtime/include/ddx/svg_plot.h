@@ -11,6 +11,7 @@ namespace ddx::svg {
 struct Series {
   std::string label;                              // legend text
   std::vector<std::pair<double, double>> points;  // drawn in the order given
+  bool dashed = false;
 };
 
 struct Panel {
@@ -34,5 +35,8 @@ std::string render(const std::vector<Panel>& panels, const Layout& layout = {});
 
 // "1K", "32M", "2G" for powers of 1024; otherwise the number with up to 3 significant digits.
 std::string short_number(double value);
+
+// render() written to `path` atomically (ddx/atomic_file.h).
+void write(const std::string& path, const std::vector<Panel>& panels, const Layout& layout = {});
 
 }  // namespace ddx::svg

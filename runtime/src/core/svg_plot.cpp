@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "ddx/atomic_file.h"
+
 namespace ddx::svg {
 namespace {
 
@@ -135,7 +137,8 @@ void draw_panel(std::ostringstream& out, const Panel& panel, double x0, double y
           << "\"/>\n";
     }
     if (!path.empty()) {
-      out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"" << path << "\"/>\n";
+      out << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\""
+          << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"" << path << "\"/>\n";
     }
     const double ly = top + 14 + 16 * static_cast<double>(i);
     out << "<line x1=\"" << fmt(left + 10) << "\" y1=\"" << fmt(ly - 4) << "\" x2=\"" << fmt(left + 28) << "\" y2=\""
@@ -189,6 +192,10 @@ std::string render(const std::vector<Panel>& panels, const Layout& layout) {
   }
   out << "</svg>\n";
   return out.str();
+}
+
+void write(const std::string& path, const std::vector<Panel>& panels, const Layout& layout) {
+  write_file_atomically(path, render(panels, layout));
 }
 
 }  // namespace ddx::svg

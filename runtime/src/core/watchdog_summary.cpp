@@ -69,8 +69,11 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
   struct Position {
     uint64_t enqueued = 0;
     bool in_flight = false;
+    bool unfinished = false;  // enqueued but neither in flight nor completed: it failed
     bool operator<(const Position& o) const {
-      return enqueued != o.enqueued ? enqueued > o.enqueued : in_flight > o.in_flight;
+      if (enqueued != o.enqueued) return enqueued > o.enqueued;
+      if (in_flight != o.in_flight) return in_flight > o.in_flight;
+      return unfinished > o.unfinished;
     }
   };
   std::map<Position, std::vector<int>> positions;
@@ -89,6 +92,7 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     Position p;
     p.enqueued = g.at(0).get<uint64_t>();
     p.in_flight = g.at(3).get<int>() > 0;
+    p.unfinished = !p.in_flight && g.at(2).get<uint64_t>() < p.enqueued;
     positions[p].push_back(rank);
     max_idle[p] = std::max(max_idle[p], hb.value("idle_ms", int64_t{0}));
   }
@@ -101,6 +105,8 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     out << (first ? "" : "; ") << rank_list(ranks) << " at #" << p.enqueued;
     if (p.in_flight) {
       out << " (in flight)";
+    } else if (p.unfinished) {
+      out << " (failed)";
     } else {
       out << " (done, idle " << seconds_text(max_idle[p]) << ")";
     }

@@ -1,0 +1,125 @@
+#include "analyzer/analysis_util.h"
+
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+namespace ddx::analyze {
+
+const char* to_string(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::OpMismatch: return "op-mismatch";
+    case FindingKind::DtypeMismatch: return "dtype-mismatch";
+    case FindingKind::SizeMismatch: return "size-mismatch";
+    case FindingKind::P2PDeadlock: return "p2p-deadlock";
+    case FindingKind::DeadRank: return "dead-rank";
+    case FindingKind::SkippedCollective: return "skipped-collective";
+    case FindingKind::NeverJoined: return "never-joined";
+    case FindingKind::Stuck: return "stuck";
+    case FindingKind::ExtraCollective: return "extra-collective";
+    case FindingKind::Failed: return "failed";
+    case FindingKind::NoDump: return "no-dump";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+std::string normalize_call_site(const std::string& site) {
+  std::string out;
+  for (size_t i = 0; i < site.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(site[i]))) {
+      out += '#';
+      while (i + 1 < site.size() && std::isdigit(static_cast<unsigned char>(site[i + 1]))) ++i;
+    } else {
+      out += site[i];
+    }
+  }
+  return out;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+std::string seconds(double s) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);
+  return buffer;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+std::string op_name(const Entry& e) {
+  return e.reduce_op.empty() ? e.op : e.op + "(" + e.reduce_op + ")";
+}
+
+std::string tensor_text(const Entry& e) {
+  if (e.dtype.empty()) return "";
+  return e.dtype + " " + shape_text(e.in_shape);
+}
+
+std::string describe(const Entry& e) {
+  std::ostringstream out;
+  out << op_name(e) << (e.p2p ? " p2p#" : " #") << e.seq << " on group " << e.group;
+  if (e.p2p && e.peer_global() >= 0) {
+    out << (e.op == "send" ? " to rank " : " from rank ") << e.peer_global();
+  }
+  if (!e.call_site.empty()) out << " ('" << e.call_site << "')";
+  return out.str();
+}
+
+const Entry* last_collective(const RankDump& d, const std::string& group) {
+  const Entry* last = nullptr;
+  for (const Entry& e : d.entries) {
+    if (e.group == group && !e.p2p && (!last || e.seq > last->seq)) last = &e;
+  }
+  return last;
+}
+
+bool blocked(const RankDump& d, const Entry& e) {
+  if (e.in_flight()) return true;
+  return e.failed() && d.collective_timeout_ms > 0 && e.end_us > e.enqueue_us &&
+         e.end_us - e.enqueue_us >= d.collective_timeout_ms * 1000 * 9 / 10;
+}
+
+std::vector<const Entry*> blocked_ops(const RankDump& d) {
+  std::vector<const Entry*> out;
+  for (const Entry& e : d.entries) {
+    if (blocked(d, e)) out.push_back(&e);
+  }
+  return out;
+}
+
+std::string position_text(const RankDump& d, const std::string& group) {
+  const Entry* last = last_collective(d, group);
+  auto g = d.groups.find(group);
+  if (!last) {
+    if (g == d.groups.end()) return "-";
+    return "#" + std::to_string(g->second.last_enqueued) + " (not in its recorder)";
+  }
+  std::ostringstream out;
+  out << "#" << last->seq << " ";
+  if (last->in_flight()) {
+    out << "in flight " << seconds(d.seconds_before_dump(last->enqueue_us));
+  } else if (last->failed()) {
+    out << "failed after " << seconds((last->end_us - last->enqueue_us) / 1e6);
+  } else {
+    out << "done, idle " << seconds(d.seconds_before_dump(last->end_us));
+  }
+  out << ": " << op_name(*last);
+  if (!last->call_site.empty()) out << " '" << last->call_site << "'";
+  return out.str();
+}
+
+}  // namespace detail
+}  // namespace ddx::analyze

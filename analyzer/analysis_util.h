@@ -1,0 +1,27 @@
+#pragma once
+// Small shared pieces of the analysis: how entries and rank sets are written in findings.
+#include <string>
+#include <vector>
+
+#include "analyzer/diagnosis.h"
+
+namespace ddx::analyze::detail {
+
+std::string shape_text(const std::vector<int64_t>& shape);
+// "all_reduce(sum)"
+std::string op_name(const Entry& e);
+// "all_reduce(sum) #4 on group world ('step 4 grads')"
+std::string describe(const Entry& e);
+// "float32 [1024]"
+std::string tensor_text(const Entry& e);
+// Where `r` stands in `group` at its dump: "#4 in flight 2.0 s: all_reduce 'step 4 grads'".
+std::string position_text(const RankDump& d, const std::string& group);
+// The entry of `group` with the highest sequence number on this rank (collectives), or null.
+const Entry* last_collective(const RankDump& d, const std::string& group);
+// An op that never completed: in flight at the dump, or failed only after waiting out the
+// collective timeout (its peer gave up or went away while it was stuck: a consequence).
+bool blocked(const RankDump& d, const Entry& e);
+// Blocked ops on this rank, oldest first.
+std::vector<const Entry*> blocked_ops(const RankDump& d);
+
+}  // namespace ddx::analyze::detail

@@ -1,0 +1,345 @@
+// Collectives aligned per group by sequence number: mismatches (op, dtype, size) decided by
+// majority or, without one, by which rank changed its own behaviour at the same call site;
+// then which ranks are behind the others (never joined, stuck, skipped one, or the majority
+// finished and a minority issued an extra collective).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "analyzer/analysis_util.h"
+#include "analyzer/diagnosis.h"
+
+namespace ddx::analyze::detail {
+namespace {
+
+struct GroupView {
+  std::string name;
+  std::vector<int> members;
+  std::map<int, std::map<uint64_t, const Entry*>> entries;  // rank -> seq -> entry (collectives)
+  std::map<int, uint64_t> last_enqueued;                    // ranks with a dump
+};
+
+std::map<std::string, GroupView> group_views(const TraceSet& traces) {
+  std::map<std::string, GroupView> views;
+  for (const auto& [rank, d] : traces.dumps) {
+    for (const auto& [name, pos] : d.groups) {
+      GroupView& v = views[name];
+      v.name = name;
+      if (v.members.empty()) v.members = pos.ranks;
+      v.last_enqueued[rank] = pos.last_enqueued;
+    }
+    for (const Entry& e : d.entries) {
+      if (e.p2p) continue;
+      GroupView& v = views[e.group];
+      v.name = e.group;
+      if (v.members.empty()) v.members = e.group_ranks;
+      v.entries[rank][e.seq] = &e;
+      v.last_enqueued[rank] = std::max(v.last_enqueued[rank], e.seq);
+    }
+  }
+  return views;
+}
+
+using Attribute = std::function<std::string(const Entry&)>;
+
+struct Check {
+  FindingKind kind;
+  const char* what;
+  Attribute value;
+};
+
+std::string size_value(const Entry& e) {
+  if (e.op == "all_to_all" || e.op == "barrier" || e.op == "monitored_barrier") return "";
+  return shape_text(e.in_shape);
+}
+
+const std::vector<Check>& checks() {
+  static const std::vector<Check> all = {
+      {FindingKind::OpMismatch, "op", [](const Entry& e) { return op_name(e); }},
+      {FindingKind::DtypeMismatch, "dtype", [](const Entry& e) { return e.dtype; }},
+      {FindingKind::SizeMismatch, "size", size_value},
+  };
+  return all;
+}
+
+// The most recent earlier entry of `rank` in the group at the same call site (steps differ).
+const Entry* previous_at_same_site(const GroupView& g, int rank, const Entry& now) {
+  if (now.call_site.empty()) return nullptr;
+  const std::string site = normalize_call_site(now.call_site);
+  auto it = g.entries.find(rank);
+  if (it == g.entries.end()) return nullptr;
+  const Entry* found = nullptr;
+  for (const auto& [seq, e] : it->second) {
+    if (seq >= now.seq) break;
+    if (e->call_site != now.call_site && normalize_call_site(e->call_site) == site) found = e;
+  }
+  return found;
+}
+
+struct Decision {
+  std::vector<int> culprits;
+  std::vector<int> affected;
+  std::string culprit_value, expected_value, decided_by;
+};
+
+// sides: value -> ranks holding it.
+Decision decide(const GroupView& g, uint64_t seq, const std::map<std::string, std::vector<int>>& sides,
+                const Attribute& value) {
+  std::vector<std::pair<std::string, std::vector<int>>> order(sides.begin(), sides.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  size_t total = 0;
+  for (const auto& side : order) total += side.second.size();
+  Decision d;
+  if (order[0].second.size() > order[1].second.size()) {
+    d.expected_value = order[0].first;
+    d.affected = order[0].second;
+    for (size_t i = 1; i < order.size(); ++i) {
+      d.culprits.insert(d.culprits.end(), order[i].second.begin(), order[i].second.end());
+      if (d.culprit_value.empty()) d.culprit_value = order[i].first;
+    }
+    d.decided_by = "majority: " + rank_list(order[0].second) + " called " + order[0].first + " (" +
+                   std::to_string(order[0].second.size()) + " of " + std::to_string(total) + ")";
+    return d;
+  }
+  // No majority: the rank that changed what it does at this call site is the odd one out.
+  std::vector<int> changed, steady;
+  std::string history;
+  for (const auto& [val, ranks] : order) {
+    for (int r : ranks) {
+      const Entry* now = g.entries.at(r).at(seq);
+      const Entry* before = previous_at_same_site(g, r, *now);
+      if (before && value(*before) != val) {
+        changed.push_back(r);
+        history = "rank " + std::to_string(r) + " called " + value(*before) + " at '" +
+                  before->call_site + "' (#" + std::to_string(before->seq) + ") and " + val +
+                  " at '" + now->call_site + "'";
+      } else if (before) {
+        steady.push_back(r);
+      }
+    }
+  }
+  if (!changed.empty() && !steady.empty() && changed.size() + steady.size() == total) {
+    std::sort(changed.begin(), changed.end());
+    d.culprits = changed;
+    d.affected = steady;
+    const Entry* c = g.entries.at(changed[0]).at(seq);
+    const Entry* s = g.entries.at(steady[0]).at(seq);
+    d.culprit_value = value(*c);
+    d.expected_value = value(*s);
+    d.decided_by = "no majority (" + std::to_string(order[0].second.size()) + " vs " +
+                   std::to_string(order[1].second.size()) + "); " + history +
+                   ", while the others did the same as at that call site before";
+    return d;
+  }
+  for (const auto& side : order) d.culprits.insert(d.culprits.end(), side.second.begin(), side.second.end());
+  std::sort(d.culprits.begin(), d.culprits.end());
+  d.culprit_value = order[1].first;
+  d.expected_value = order[0].first;
+  d.decided_by = "no majority and no earlier step at the same call site to tell who changed: any of these";
+  return d;
+}
+
+// The first sequence number at which the members disagree, per group.
+std::vector<Finding> mismatches(const GroupView& g) {
+  std::set<uint64_t> seqs;
+  for (const auto& [rank, by_seq] : g.entries) {
+    for (const auto& [seq, e] : by_seq) seqs.insert(seq);
+  }
+  for (uint64_t seq : seqs) {
+    for (const Check& check : checks()) {
+      std::map<std::string, std::vector<int>> sides;
+      for (const auto& [rank, by_seq] : g.entries) {
+        auto it = by_seq.find(seq);
+        if (it != by_seq.end()) sides[check.value(*it->second)].push_back(rank);
+      }
+      if (sides.size() < 2) continue;
+      Decision d = decide(g, seq, sides, check.value);
+      Finding f;
+      f.kind = check.kind;
+      f.culprits = d.culprits;
+      f.affected = d.affected;
+      f.group = g.name;
+      f.seq = seq;
+      const Entry& mine = *g.entries.at(d.culprits[0]).at(seq);
+      f.op = mine.op;
+      f.call_site = mine.call_site;
+      f.decided_by = d.decided_by;
+      for (const auto& [val, ranks] : sides) {
+        const Entry& e = *g.entries.at(ranks[0]).at(seq);
+        f.evidence.push_back(rank_list(ranks) + ": " + op_name(e) + " " + tensor_text(e) +
+                             (e.call_site.empty() ? "" : " at '" + e.call_site + "'") + ", " + e.state);
+        if (val == d.expected_value) f.expected_op = e.op;
+      }
+      // The whole call for dtype and size mismatches: "all_reduce(sum) float32 [1000]".
+      auto call = [&](const std::string& value) {
+        if (check.kind == FindingKind::OpMismatch) return value;
+        for (const auto& [val, ranks] : sides) {
+          if (val == value) {
+            const Entry& e = *g.entries.at(ranks[0]).at(seq);
+            return op_name(e) + " " + tensor_text(e);
+          }
+        }
+        return value;
+      };
+      std::ostringstream s;
+      s << rank_list(f.culprits) << " called " << call(d.culprit_value) << " as #" << seq << " on group "
+        << g.name;
+      if (!f.call_site.empty()) s << " (at '" << f.call_site << "')";
+      if (!d.expected_value.empty()) s << " where the others called " << call(d.expected_value);
+      f.summary = s.str();
+      return {f};  // later sequence numbers only show the consequences
+    }
+  }
+  return {};
+}
+
+// The call site the majority of `others` used at `seq`, "" when unknown.
+std::string majority_site(const GroupView& g, const std::vector<int>& others, uint64_t seq) {
+  std::map<std::string, int> votes;
+  for (int r : others) {
+    auto it = g.entries.find(r);
+    if (it == g.entries.end()) continue;
+    auto e = it->second.find(seq);
+    if (e != it->second.end()) ++votes[e->second->call_site];
+  }
+  if (votes.empty()) return "";
+  return std::max_element(votes.begin(), votes.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+}
+
+// A behind rank whose call sites run one ahead of everyone else's from some #s on skipped #s.
+std::optional<uint64_t> skipped_seq(const GroupView& g, int rank, const std::vector<int>& others) {
+  auto it = g.entries.find(rank);
+  if (it == g.entries.end()) return std::nullopt;
+  for (const auto& [seq, e] : it->second) {
+    const std::string theirs = majority_site(g, others, seq);
+    if (theirs.empty() || e->call_site.empty() || theirs == e->call_site) continue;
+    if (majority_site(g, others, seq + 1) == e->call_site) return seq;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Other ops this rank is blocked in (other groups, point-to-point): where it is instead.
+std::string elsewhere(const RankDump& d, const std::string& group) {
+  for (const Entry* e : blocked_ops(d)) {
+    if (e->group != group || e->p2p) {
+      return "; it is blocked in " + describe(*e) + " for " + seconds(d.seconds_before_dump(e->enqueue_us));
+    }
+  }
+  return "";
+}
+
+std::vector<Finding> behind(const GroupView& g, const TraceSet& traces) {
+  std::vector<Finding> out;
+  if (g.last_enqueued.size() < 2) return out;
+  uint64_t front = 0;
+  for (const auto& [rank, seq] : g.last_enqueued) front = std::max(front, seq);
+  std::vector<int> ahead, back;
+  for (const auto& [rank, seq] : g.last_enqueued) (seq == front ? ahead : back).push_back(rank);
+  if (back.empty()) return out;
+  auto entry_at = [&](int rank, uint64_t seq) -> const Entry* {
+    auto r = g.entries.find(rank);
+    if (r == g.entries.end()) return nullptr;
+    auto e = r->second.find(seq);
+    return e == r->second.end() ? nullptr : e->second;
+  };
+  if (back.size() > ahead.size()) {
+    // The majority stopped at the same place: the few ranks ahead issued a collective nobody
+    // else did (PyTorch's FR tutorial: rank 0 runs one all_reduce more).
+    Finding f;
+    f.kind = FindingKind::ExtraCollective;
+    f.culprits = ahead;
+    f.affected = back;
+    f.group = g.name;
+    f.seq = front;
+    const Entry* e = entry_at(ahead[0], front);
+    f.op = e ? e->op : "";
+    f.call_site = e ? e->call_site : "";
+    f.summary = rank_list(ahead) + " issued " + (e ? describe(*e) : "#" + std::to_string(front)) +
+                " that " + rank_list(back) + " never joined";
+    f.decided_by = "majority: " + rank_list(back) + " stopped before #" + std::to_string(front) + " (" +
+                   std::to_string(back.size()) + " of " + std::to_string(back.size() + ahead.size()) + ")";
+    out.push_back(f);
+    return out;
+  }
+  for (int r : back) {
+    const RankDump& d = traces.dumps.at(r);
+    const uint64_t mine = g.last_enqueued.at(r);
+    const uint64_t next = mine + 1;
+    const Entry* waiting = nullptr;  // what the others are in
+    for (int a : ahead) {
+      if (const Entry* e = entry_at(a, next)) {
+        waiting = e;
+        break;
+      }
+    }
+    const Entry* last = entry_at(r, mine);
+    Finding f;
+    f.culprits = {r};
+    f.affected = ahead;
+    f.group = g.name;
+    f.seq = next;
+    f.op = waiting ? waiting->op : "";
+    f.call_site = waiting ? waiting->call_site : "";
+    const std::string their_op = waiting ? describe(*waiting) : "#" + std::to_string(next) + " on group " + g.name;
+    f.decided_by = (ahead.size() > back.size() ? "majority: " : "") + rank_list(ahead) + " reached #" +
+                   std::to_string(front) + (ahead.size() > back.size() ? " (" + std::to_string(ahead.size()) +
+                   " of " + std::to_string(ahead.size() + back.size()) + ")" : "; the rank behind holds them up");
+    if (auto skipped = skipped_seq(g, r, ahead)) {
+      const std::string site = majority_site(g, ahead, *skipped);
+      const Entry* theirs = nullptr;
+      for (int a : ahead) {
+        if ((theirs = entry_at(a, *skipped))) break;
+      }
+      const Entry* own = entry_at(r, *skipped);
+      f.kind = FindingKind::SkippedCollective;
+      f.decided_by = "from #" + std::to_string(*skipped) + " on, its call sites run one collective ahead of " +
+                     rank_list(ahead) + "'s; " + f.decided_by;
+      f.seq = *skipped;
+      f.op = theirs ? theirs->op : f.op;
+      f.call_site = site;
+      f.summary = "rank " + std::to_string(r) + " skipped " +
+                  (theirs ? op_name(*theirs) : std::string("a collective")) + " #" +
+                  std::to_string(*skipped) + " on group " + g.name + " at '" + site + "' (its #" +
+                  std::to_string(*skipped) + " was '" + (own ? own->call_site : "?") +
+                  "'), so it never joined " + their_op;
+    } else if (last && blocked(d, *last)) {
+      f.kind = FindingKind::Stuck;
+      f.summary = "rank " + std::to_string(r) + " is stuck in " + describe(*last) + " (in flight " +
+                  seconds(d.seconds_before_dump(last->enqueue_us)) + ") while " + rank_list(ahead) +
+                  " wait in " + their_op;
+    } else {
+      f.kind = FindingKind::NeverJoined;
+      std::string idle = last ? ", idle " + seconds(d.seconds_before_dump(last->end_us)) + " since #" +
+                                    std::to_string(mine) + " ended"
+                              : "";
+      f.summary = "rank " + std::to_string(r) + " never joined " + their_op + idle + elsewhere(d, g.name);
+    }
+    for (int a : ahead) {
+      f.evidence.push_back("rank " + std::to_string(a) + ": " + position_text(traces.dumps.at(a), g.name));
+    }
+    f.evidence.push_back("rank " + std::to_string(r) + ": " + position_text(d, g.name));
+    out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Finding> find_collective_problems(const TraceSet& traces) {
+  std::vector<Finding> out;
+  for (const auto& [name, g] : group_views(traces)) {
+    auto m = mismatches(g);
+    out.insert(out.end(), m.begin(), m.end());
+    auto b = behind(g, traces);
+    out.insert(out.end(), b.begin(), b.end());
+  }
+  return out;
+}
+
+}  // namespace ddx::analyze::detail

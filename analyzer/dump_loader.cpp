@@ -1,0 +1,238 @@
+// Reading flight recorder dumps. Files are written atomically, but they get copied around,
+// cut off by full disks and mixed with older runs: say whose, use what is usable.
+#include "analyzer/dump_loader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "ddx/errors.h"
+
+namespace ddx::analyze {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int kSupportedVersion = 1;
+constexpr const char* kEntriesMarker = ",\n\"entries\":[";
+
+GroupPosition position_from(const json& g) {
+  GroupPosition p;
+  p.ranks = g.value("ranks", std::vector<int>{});
+  p.last_enqueued = g.value("last_enqueued", uint64_t{0});
+  p.last_started = g.value("last_started", uint64_t{0});
+  p.last_completed = g.value("last_completed", uint64_t{0});
+  p.last_enqueued_p2p = g.value("last_enqueued_p2p", uint64_t{0});
+  p.last_completed_p2p = g.value("last_completed_p2p", uint64_t{0});
+  p.in_flight = g.value("in_flight", 0);
+  return p;
+}
+
+// The compact form heartbeats use: [enqueued, started, completed, in_flight, enq_p2p, done_p2p].
+GroupPosition position_from_array(const json& a) {
+  GroupPosition p;
+  if (!a.is_array() || a.size() < 6) return p;
+  p.last_enqueued = a[0].get<uint64_t>();
+  p.last_started = a[1].get<uint64_t>();
+  p.last_completed = a[2].get<uint64_t>();
+  p.in_flight = a[3].get<int>();
+  p.last_enqueued_p2p = a[4].get<uint64_t>();
+  p.last_completed_p2p = a[5].get<uint64_t>();
+  return p;
+}
+
+Entry entry_from(const json& e) {
+  Entry x;
+  x.id = e.value("id", uint64_t{0});
+  x.group = e.value("group", std::string());
+  x.group_ranks = e.value("group_ranks", std::vector<int>{});
+  x.seq = e.value("seq", uint64_t{0});
+  x.p2p = e.value("p2p", false);
+  x.op = e.value("op", std::string());
+  x.reduce_op = e.value("reduce_op", std::string());
+  x.dtype = e.value("dtype", std::string());
+  x.in_shape = e.value("in_shape", std::vector<int64_t>{});
+  x.out_shape = e.value("out_shape", std::vector<int64_t>{});
+  x.numel = e.value("numel", int64_t{0});
+  x.peer = e.value("peer", -1);
+  x.backend = e.value("backend", std::string());
+  x.call_site = e.value("call_site", std::string());
+  x.state = e.value("state", std::string());
+  x.error = e.value("error", std::string());
+  x.enqueue_us = e.value("enqueue_us", int64_t{0});
+  x.start_us = e.value("start_us", int64_t{0});
+  x.end_us = e.value("end_us", int64_t{0});
+  return x;
+}
+
+void read_header(const json& doc, RankDump& d) {
+  if (!doc.is_object() || doc.value("format", std::string()) != "ddx-flight-recorder") {
+    throw std::runtime_error("not a ddx flight recorder dump (no \"format\": \"ddx-flight-recorder\")");
+  }
+  const int version = doc.value("version", 0);
+  if (version != kSupportedVersion) {
+    throw std::runtime_error("dump format version " + std::to_string(version) +
+                             " (this ddx reads version " + std::to_string(kSupportedVersion) + ")");
+  }
+  d.rank = doc.value("rank", -1);
+  d.local_rank = doc.value("local_rank", 0);
+  d.world_size = doc.value("world_size", 0);
+  d.host = doc.value("host", std::string());
+  d.pid = doc.value("pid", 0);
+  d.job_id = doc.value("job_id", std::string());
+  d.reason = doc.value("reason", std::string());
+  for (const auto& t : doc.value("triggers", json::array())) d.triggers.push_back(t.value("reason", std::string()));
+  d.dump_unix_ms = doc.value("dump_unix_ms", int64_t{0});
+  d.dump_steady_us = doc.value("dump_steady_us", int64_t{0});
+  d.heartbeat_unix_ms = doc.value("heartbeat_unix_ms", int64_t{0});
+  d.last_event_unix_ms = doc.value("last_event_unix_ms", int64_t{0});
+  d.collective_timeout_ms = doc.value("collective_timeout_ms", int64_t{0});
+  d.capacity = doc.value("capacity", uint64_t{0});
+  d.recorded_total = doc.value("recorded_total", uint64_t{0});
+  // (value() returns a copy: keep it alive while iterating over its items)
+  const json groups = doc.value("groups", json::object());
+  for (const auto& [name, g] : groups.items()) d.groups[name] = position_from(g);
+  const json peers = doc.value("peers", json::object());
+  d.peers_error = peers.value("error", std::string());
+  d.store_failing_ms = peers.value("store_failing_ms", int64_t{0});
+  d.declared_dead = peers.value("declared_dead", std::vector<int>{});
+  const json peer_ranks = peers.value("ranks", json::object());
+  for (const auto& [key, p] : peer_ranks.items()) {
+    PeerView v;
+    v.silent_ms = p.value("silent_ms", int64_t{-1});
+    const json hb = p.value("heartbeat", json::object());
+    if (hb.is_object()) {
+      v.host = hb.value("host", std::string());
+      v.pid = hb.value("pid", 0);
+      v.op = hb.value("op", std::string());
+      v.idle_ms = hb.value("idle_ms", int64_t{-1});
+      const json hb_groups = hb.value("groups", json::object());
+      for (const auto& [name, g] : hb_groups.items()) v.groups[name] = position_from_array(g);
+    }
+    d.peers[std::stoi(key)] = std::move(v);
+  }
+}
+
+std::string parse_error_text(const std::string& what) {
+  // nlohmann's messages start with "[json.exception.parse_error.101] "; keep the useful part.
+  const size_t close = what.find("] ");
+  return close == std::string::npos ? what : what.substr(close + 2);
+}
+
+}  // namespace
+
+RankDump parse_dump(const std::string& text, const std::string& path) {
+  RankDump d;
+  d.path = path;
+  if (text.empty()) throw std::runtime_error("empty file");
+  json doc = json::parse(text, nullptr, false);
+  if (!doc.is_discarded()) {
+    read_header(doc, d);
+    for (const auto& e : doc.value("entries", json::array())) d.entries.push_back(entry_from(e));
+    return d;
+  }
+  // Salvage: the header is everything before the entries, and each entry is one line.
+  const size_t marker = text.find(kEntriesMarker);
+  if (marker == std::string::npos) {
+    try {
+      json ignored = json::parse(text);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("not valid JSON (" + parse_error_text(e.what()) + ")");
+    }
+    throw std::runtime_error("not valid JSON");
+  }
+  json header = json::parse(text.substr(0, marker) + "}", nullptr, false);
+  if (header.is_discarded()) throw std::runtime_error("truncated before the end of its header");
+  read_header(header, d);
+  d.truncated = true;
+  std::istringstream lines(text.substr(marker + std::string(kEntriesMarker).size()));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    if (line.back() == ',') line.pop_back();
+    json e = json::parse(line, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) break;  // the cut-off line, or the closing "]}"
+    d.entries.push_back(entry_from(e));
+  }
+  return d;
+}
+
+TraceSet load_trace_dir(const std::string& dir, int world_size) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": not a directory");
+  TraceSet set;
+  set.dir = dir;
+  const std::regex name("ddx-fr-rank([0-9]+)\\.json");
+  std::vector<std::pair<int, fs::path>> files;
+  for (const auto& item : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string file = item.path().filename().string();
+    if (std::regex_match(file, m, name)) files.emplace_back(std::stoi(m[1]), item.path());
+  }
+  if (files.empty()) {
+    throw UsageError(dir + ": no flight recorder dumps (ddx-fr-rank<R>.json) in it");
+  }
+  std::sort(files.begin(), files.end());
+  std::map<int, RankDump> parsed;
+  std::map<std::string, int> job_votes;
+  int sizes_seen = 0;
+  for (const auto& [rank, path] : files) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      RankDump d = parse_dump(text.str(), path.string());
+      if (d.rank != rank) {
+        set.problems.push_back({rank, "unreadable", path.filename().string() + " holds rank " +
+                                                         std::to_string(d.rank) + "'s dump"});
+        continue;
+      }
+      if (d.truncated) {
+        set.problems.push_back({rank, "truncated", "cut off; recovered its header and " +
+                                                       std::to_string(d.entries.size()) + " entries"});
+      }
+      sizes_seen = std::max(sizes_seen, d.world_size);
+      ++job_votes[d.job_id];
+      parsed[rank] = std::move(d);
+    } catch (const std::exception& e) {
+      set.problems.push_back({rank, "unreadable", e.what()});
+    }
+  }
+  // Dumps from another run in the same directory: the job id most dumps carry wins.
+  // A tie goes to the run that dumped last.
+  int64_t best_time = -1;
+  int best_votes = 0;
+  for (const auto& [rank, d] : parsed) {
+    const int votes = job_votes[d.job_id];
+    if (votes > best_votes || (votes == best_votes && d.dump_unix_ms > best_time)) {
+      set.job_id = d.job_id;
+      best_votes = votes;
+      best_time = d.dump_unix_ms;
+    }
+  }
+  for (auto& [rank, d] : parsed) {
+    if (d.job_id != set.job_id) {
+      set.problems.push_back({rank, "other-job", "from job '" + d.job_id + "', not '" + set.job_id + "'; ignored"});
+      continue;
+    }
+    set.dumps[rank] = std::move(d);
+  }
+  set.world_size = world_size > 0 ? world_size : sizes_seen;
+  if (set.world_size == 0) set.world_size = files.back().first + 1;
+  for (int r = 0; r < set.world_size; ++r) {
+    if (set.dumps.count(r)) continue;
+    set.missing.push_back(r);
+    const bool reported = std::any_of(set.problems.begin(), set.problems.end(),
+                                      [&](const DumpProblem& p) { return p.rank == r; });
+    if (!reported) set.problems.push_back({r, "missing", "no ddx-fr-rank" + std::to_string(r) + ".json"});
+  }
+  std::sort(set.problems.begin(), set.problems.end(),
+            [](const DumpProblem& a, const DumpProblem& b) { return a.rank < b.rank; });
+  return set;
+}
+
+}  // namespace ddx::analyze

@@ -1,0 +1,95 @@
+#pragma once
+// What `ddx analyze` reads: every rank's flight recorder dump (ddx/flight_recorder.h describes
+// the file), as plain structs. No LibTorch; nothing here depends on the runtime.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddx::analyze {
+
+struct Entry {
+  uint64_t id = 0;
+  std::string group;
+  std::vector<int> group_ranks;  // global ranks in group-rank order
+  uint64_t seq = 0;
+  bool p2p = false;
+  std::string op, reduce_op, dtype;
+  std::vector<int64_t> in_shape, out_shape;
+  int64_t numel = 0;
+  int peer = -1;                 // group rank of the root or peer; -1 none
+  std::string backend, call_site, state, error;
+  int64_t enqueue_us = 0, start_us = 0, end_us = 0;  // the dumping process's steady clock
+
+  bool completed() const { return state == "completed"; }
+  bool failed() const { return state == "failed"; }
+  bool in_flight() const { return state == "scheduled" || state == "started"; }
+  // Global rank of `peer`, or -1.
+  int peer_global() const {
+    return peer >= 0 && peer < static_cast<int>(group_ranks.size()) ? group_ranks[peer] : -1;
+  }
+};
+
+struct GroupPosition {
+  std::vector<int> ranks;
+  uint64_t last_enqueued = 0, last_started = 0, last_completed = 0;
+  uint64_t last_enqueued_p2p = 0, last_completed_p2p = 0;
+  int in_flight = 0;
+};
+
+// One peer as the dumping rank last saw it through the store.
+struct PeerView {
+  int64_t silent_ms = -1;        // how long its heartbeat had not changed (-1: not tracked)
+  std::string host;
+  int pid = 0;
+  std::string op;                // its oldest op in flight, as it described it
+  int64_t idle_ms = -1;
+  std::map<std::string, GroupPosition> groups;
+};
+
+struct RankDump {
+  std::string path;
+  int rank = -1;
+  int local_rank = 0;
+  int world_size = 0;
+  std::string host;
+  int pid = 0;
+  std::string job_id;
+  std::string reason;
+  std::vector<std::string> triggers;
+  int64_t dump_unix_ms = 0, dump_steady_us = 0, heartbeat_unix_ms = 0, last_event_unix_ms = 0;
+  int64_t collective_timeout_ms = 0;
+  uint64_t capacity = 0, recorded_total = 0;
+  std::map<std::string, GroupPosition> groups;
+  std::vector<Entry> entries;  // oldest first
+  // Peers through the store (empty when this rank had none).
+  std::map<int, PeerView> peers;
+  std::string peers_error;
+  int64_t store_failing_ms = 0;
+  std::vector<int> declared_dead;
+  bool truncated = false;       // salvaged from a cut-off file: header and complete entries only
+
+  // Seconds between `steady_us` (an entry time) and this dump.
+  double seconds_before_dump(int64_t steady_us) const {
+    return steady_us > 0 ? (dump_steady_us - steady_us) / 1e6 : 0.0;
+  }
+};
+
+// A rank whose dump could not be used, and why: "missing", "truncated" (usable, partial),
+// "unreadable", "other-job", "unsupported-version".
+struct DumpProblem {
+  int rank = -1;
+  std::string kind;
+  std::string detail;
+};
+
+struct TraceSet {
+  std::string dir;
+  int world_size = 0;
+  std::map<int, RankDump> dumps;     // usable dumps by rank (truncated ones included)
+  std::vector<DumpProblem> problems;
+  std::vector<int> missing;          // ranks with no usable dump
+  std::string job_id;
+};
+
+}  // namespace ddx::analyze

@@ -1,0 +1,156 @@
+// Store keys: ddx/fp/<group>/<seq>/<group rank> = "<fingerprint>\t<call site>". A rank deletes
+// its key of sequence s-1 once it has read everyone's key of s: every member has then written
+// s, so every member is done reading s-1.
+#include "fingerprint_check.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "ddx/watchdog.h"
+
+namespace ddx::detail {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
+  return out.str();
+}
+
+class FingerprintCheck : public CollectiveHook {
+ public:
+  FingerprintCheck(c10::intrusive_ptr<c10d::Store> store, int global_rank)
+      : store_(std::move(store)), global_rank_(global_rank) {}
+
+  void before_launch(OpRecord& r, std::vector<at::Tensor>&) override {
+    if (r.p2p || r.group_ranks.size() < 2) return;
+    const int me = group_rank_of(r);
+    const std::string prefix = "ddx/fp/" + r.group + "/" + std::to_string(r.seq) + "/";
+    const std::string mine = op_fingerprint(r);
+    store_->set(prefix + std::to_string(me), bytes(mine + "\t" + r.call_site));
+
+    // fingerprint -> global ranks, and one call site per fingerprint for the message
+    std::map<std::string, std::vector<int>> seen;
+    std::map<std::string, std::string> site;
+    for (int q = 0; q < static_cast<int>(r.group_ranks.size()); ++q) {
+      std::string value;
+      if (q == me) {
+        value = mine + "\t" + r.call_site;
+      } else {
+        try {
+          auto data = store_->get(prefix + std::to_string(q));
+          value.assign(data.begin(), data.end());
+        } catch (const std::exception& e) {
+          fail(r, describe_op(r) + ": rank " + std::to_string(r.group_ranks[q]) +
+                      " never reached this collective (--check-collectives waited " +
+                      format_duration(store_->getTimeout()) + ")");
+        }
+      }
+      const size_t tab = value.find('\t');
+      const std::string fp = value.substr(0, tab);
+      seen[fp].push_back(r.group_ranks[q]);
+      if (tab != std::string::npos && !site.count(fp)) site[fp] = value.substr(tab + 1);
+    }
+    if (seen.size() > 1) fail(r, mismatch_message(r, seen, site));
+    if (r.seq > 1) {
+      try {
+        store_->deleteKey("ddx/fp/" + r.group + "/" + std::to_string(r.seq - 1) + "/" +
+                          std::to_string(me));
+      } catch (const std::exception&) {
+        // only housekeeping
+      }
+    }
+  }
+
+ private:
+  static std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+  // Our position in the group: the store knows each member by it.
+  int group_rank_of(const OpRecord& r) const {
+    for (size_t i = 0; i < r.group_ranks.size(); ++i) {
+      if (r.group_ranks[i] == global_rank_) return static_cast<int>(i);
+    }
+    return 0;
+  }
+
+  // Majority first; a tie names every side.
+  static std::string mismatch_message(const OpRecord& r,
+                                      const std::map<std::string, std::vector<int>>& seen,
+                                      const std::map<std::string, std::string>& site) {
+    std::vector<std::pair<std::string, std::vector<int>>> sides(seen.begin(), seen.end());
+    std::sort(sides.begin(), sides.end(),
+              [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    auto describe = [&](const std::pair<std::string, std::vector<int>>& side) {
+      std::string text = ranks_text(side.second) + " called " + side.first;
+      auto it = site.find(side.first);
+      if (it != site.end() && !it->second.empty()) text += " (at '" + it->second + "')";
+      return text;
+    };
+    std::ostringstream out;
+    out << "collective mismatch at " << r.group << " #" << r.seq << ": ";
+    const bool majority = sides[0].second.size() > sides[1].second.size();
+    if (majority) {
+      for (size_t i = 1; i < sides.size(); ++i) out << (i > 1 ? "; " : "") << describe(sides[i]);
+      out << ", but " << describe(sides[0]) << " (majority " << sides[0].second.size() << " of "
+          << r.group_ranks.size() << ")";
+    } else {
+      out << "no majority: ";
+      for (size_t i = 0; i < sides.size(); ++i) out << (i ? "; " : "") << describe(sides[i]);
+    }
+    return out.str();
+  }
+
+  // Records the op as failed (the flight recorder and watchdog react as to any failed op) and
+  // throws to the caller before anything is launched.
+  [[noreturn]] static void fail(OpRecord& r, const std::string& what) {
+    notify_enqueue(r);
+    r.state = OpState::Failed;
+    r.error = what;
+    r.t_end_us = steady_now_us();
+    notify_end(r);
+    throw CollectiveError(what, r);
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  int global_rank_;
+};
+
+}  // namespace
+
+std::string op_fingerprint(const OpRecord& r) {
+  std::ostringstream out;
+  out << to_string(r.op);
+  if (!r.reduce_op.empty()) out << "(" << r.reduce_op << ")";
+  switch (r.op) {
+    case OpType::Barrier:
+    case OpType::MonitoredBarrier:
+      break;
+    case OpType::AllToAll:  // uneven splits legitimately differ per rank
+      out << " " << r.dtype;
+      break;
+    default:
+      out << " " << r.dtype << " " << shape_text(r.in_shape);
+  }
+  if (r.peer >= 0) out << " root " << r.peer;
+  return out.str();
+}
+
+std::unique_ptr<CollectiveHook> make_fingerprint_check(c10d::Store& store, int global_rank,
+                                                       std::chrono::milliseconds timeout) {
+  auto clone = store.clone();
+  clone->setTimeout(timeout);
+  return std::make_unique<FingerprintCheck>(std::move(clone), global_rank);
+}
+
+}  // namespace ddx::detail

@@ -1,0 +1,81 @@
+// Store keys of the watchdog (all under ddx/fr/):
+//   hb/<rank>            the rank's latest heartbeat (JSON, see watchdog.h)
+//   request_generation   number of dump requests so far
+//   request/<g>          text of request g ("rank 1: all_reduce ... has not finished ...")
+//   dumped/<g>           ranks that dumped after request g
+#include "store_peer_channel.h"
+
+#include <string>
+#include <vector>
+
+namespace ddx::detail {
+namespace {
+
+std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
+std::string text(const std::vector<uint8_t>& data) { return {data.begin(), data.end()}; }
+
+class StorePeerChannel : public PeerChannel {
+ public:
+  explicit StorePeerChannel(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+
+  void publish_heartbeat(int rank, const std::string& payload) override {
+    store_->set(hb_key(rank), bytes(payload));
+  }
+
+  std::map<int, std::string> read_heartbeats(int world_size) override {
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size; ++r) keys.push_back(hb_key(r));
+    std::map<int, std::string> out;
+    // multiGet waits for missing keys, so only when every rank has published (the usual case).
+    if (store_->check(keys)) {
+      auto values = store_->multiGet(keys);
+      for (int r = 0; r < world_size && r < static_cast<int>(values.size()); ++r) out[r] = text(values[r]);
+      return out;
+    }
+    for (int r = 0; r < world_size; ++r) {
+      if (store_->check({keys[r]})) out[r] = text(store_->get(keys[r]));
+    }
+    return out;
+  }
+
+  int64_t dump_generation() override { return store_->add("ddx/fr/request_generation", 0); }
+
+  std::string dump_request(int64_t generation) override {
+    return text(store_->get("ddx/fr/request/" + std::to_string(generation)));
+  }
+
+  int64_t request_dump(const std::string& reason) override {
+    const int64_t generation = store_->add("ddx/fr/request_generation", 1);
+    store_->set("ddx/fr/request/" + std::to_string(generation), bytes(reason));
+    return generation;
+  }
+
+  void mark_dumped(int64_t generation) override {
+    store_->add("ddx/fr/dumped/" + std::to_string(generation), 1);
+  }
+
+  int64_t dumped_count(int64_t generation) override {
+    return store_->add("ddx/fr/dumped/" + std::to_string(generation), 0);
+  }
+
+ private:
+  static std::string hb_key(int rank) { return "ddx/fr/hb/" + std::to_string(rank); }
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
+                                                     std::chrono::milliseconds timeout) {
+  c10::intrusive_ptr<c10d::Store> clone;
+  try {
+    clone = store.clone();
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  if (!clone) return nullptr;
+  clone->setTimeout(timeout);
+  return std::make_unique<StorePeerChannel>(std::move(clone));
+}
+
+}  // namespace ddx::detail

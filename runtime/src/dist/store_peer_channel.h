@@ -1,0 +1,18 @@
+#pragma once
+// Internal: the watchdog's PeerChannel over a TCPStore client of its own (a clone of the
+// world's store with a short timeout), so a training thread blocked in the store cannot block
+// the heartbeat, and a dead store costs the heartbeat thread a few seconds at most.
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <memory>
+
+#include "ddx/watchdog.h"
+
+namespace ddx::detail {
+
+// nullptr when the store cannot be cloned (a single-process HashStore).
+std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
+                                                     std::chrono::milliseconds timeout);
+
+}  // namespace ddx::detail

@@ -1,0 +1,105 @@
+// `ddx parity` in CI: every landed strategy against the single-device baseline at 2 and 4
+// ranks, and the proof that the suite fails on deliberately broken variants, naming the
+// strategy and the first bad step.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;
+  nlohmann::json report;
+};
+
+Outcome run_parity(const std::string& tag, std::vector<std::string> flags, std::map<std::string, std::string> env) {
+  const fs::path dir = fs::path(DDX_BINARY_DIR) / "test-scratch" / ("parity-" + tag);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::string> argv{DDX_BIN, "parity", "--out", (dir / "out").string()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  ChildProcess child(argv, env, (dir / "output.txt").string());
+  auto status = child.wait(std::chrono::seconds(540));
+  Outcome o;
+  o.output = child.output();
+  if (status && WIFEXITED(*status)) o.exit_code = WEXITSTATUS(*status);
+  std::ifstream in(dir / "out" / "report.json");
+  if (in) in >> o.report;
+  return o;
+}
+
+const nlohmann::json* find_run(const nlohmann::json& report, const std::string& name, int world_size) {
+  for (const auto& r : report["runs"]) {
+    if (r["name"] == name && r["world_size"] == world_size) return &r;
+  }
+  return nullptr;
+}
+
+// The suite CI runs: every landed strategy at 2 and 4 ranks with uneven token counts per rank,
+// plus run-to-run determinism. Its table is copied into the CI log by ci/test.sh.
+TEST(Parity, EveryStrategyMatchesSingleDevice) {
+  Outcome o = run_parity("ci", {"--world-sizes", "2,4", "--uneven-tokens"}, {});
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  ASSERT_TRUE(o.report.contains("runs")) << o.output;
+  EXPECT_TRUE(o.report["passed"].get<bool>());
+  for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view"}) {
+    for (int n : {2, 4}) {
+      const auto* r = find_run(o.report, name, n);
+      ASSERT_NE(r, nullptr) << name << " x" << n;
+      EXPECT_EQ((*r)["verdict"], "PASS") << r->dump();
+      EXPECT_LE((*r)["max_rel_loss_diff"].get<double>(), 1e-5);
+      EXPECT_EQ((*r)["steps"].get<int>(), 20);
+    }
+  }
+  const auto* det = find_run(o.report, "determinism", 1);
+  ASSERT_NE(det, nullptr);
+  EXPECT_EQ((*det)["verdict"], "PASS");
+  const fs::path out = fs::path(DDX_BINARY_DIR) / "test-scratch" / "parity-ci" / "out";
+  EXPECT_TRUE(fs::exists(out / "junit.xml"));
+  EXPECT_TRUE(fs::exists(out / "loss.svg"));
+  std::ofstream(fs::path(DDX_BINARY_DIR) / "parity-ci-output.txt") << o.output;
+}
+
+struct Broken {
+  std::string tag;
+  std::string breaks;
+};
+
+void PrintTo(const Broken& b, std::ostream* os) { *os << b.breaks; }
+
+class ParitySelfTest : public ::testing::TestWithParam<Broken> {};
+
+// Each deliberately broken variant must be reported as a failure of ddp, with its first bad step.
+TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
+  const Broken& b = GetParam();
+  Outcome o = run_parity("self-" + b.tag, {"--strategies", "ddp", "--world-sizes", "2", "--steps", "6",
+                                           "--no-determinism", "--uneven-tokens"},
+                         {{"DDX_TEST_BREAK", b.breaks}});
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  const auto* r = find_run(o.report, "ddp", 2);
+  ASSERT_NE(r, nullptr) << o.output;
+  EXPECT_EQ((*r)["verdict"], "FAIL") << r->dump();
+  EXPECT_EQ((*r)["strategy"], "ddp");
+  ASSERT_FALSE((*r)["first_bad_step"].is_null()) << r->dump();
+  EXPECT_GE((*r)["first_bad_step"].get<int>(), 1);
+  EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
+                         ::testing::Values(Broken{"local_mean", "local-mean"},
+                                           Broken{"scaled_rank", "scale-grad:1:1.001"},
+                                           Broken{"skipped_bucket", "skip-bucket:0"}),
+                         [](const auto& info) { return info.param.tag; });
+
+}  // namespace
+}  // namespace ddx::testing

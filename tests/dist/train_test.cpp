@@ -1,0 +1,255 @@
+// `ddx train` end to end with real processes: the single-device baseline (metrics, plot,
+// resume bit-identity, refused checkpoints, bad input) and DDP against it at 2 and 4 ranks.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ddx/checksum.h"
+#include "models/safetensors.h"
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(DDX_BINARY_DIR) / "test-scratch" / (std::string("train-") + info->name() + "-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  RunResult run(std::vector<std::string> argv, int timeout_s = 240) {
+    ChildProcess child(std::move(argv), {}, (dir_ / ("output-" + std::to_string(runs_++) + ".txt")).string());
+    auto status = child.wait(std::chrono::seconds(timeout_s));
+    RunResult r;
+    r.output = child.output();
+    if (status && WIFEXITED(*status)) r.exit_code = WEXITSTATUS(*status);
+    if (!status) r.output += "\n[test] timed out";
+    return r;
+  }
+
+  // `ddx train` (under `ddx launch -np ranks` when ranks > 0) with the common test settings.
+  RunResult train(int ranks, const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> argv;
+    if (ranks > 0) argv = {DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--"};
+    std::vector<std::string> base = {DDX_BIN, "train", "--save-dir", (dir_ / "out").string(),
+                                     "--metrics-file", metrics(name), "--log-freq", "1", "--no-progress",
+                                     "--lr", "3e-3", "--seed", "7"};
+    // Defaults the caller may override.
+    auto given = [&](const char* flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
+    if (!given("-m")) base.insert(base.end(), {"-m", "debug"});
+    if (!given("-s")) base.insert(base.end(), {"-s", "32"});
+    argv.insert(argv.end(), base.begin(), base.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv);
+  }
+
+  std::string metrics(const std::string& name) const { return (dir_ / (name + ".jsonl")).string(); }
+  std::string weights(const std::string& name) const { return (dir_ / (name + ".safetensors")).string(); }
+
+  std::vector<nlohmann::json> records(const std::string& name) const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(metrics(name));
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+
+  std::vector<double> losses(const std::string& name) const {
+    std::vector<double> out;
+    for (const auto& r : records(name)) out.push_back(r.at("loss").get<double>());
+    return out;
+  }
+
+  // Per-step relative loss difference stays within `tol`; final weights agree to 1e-4 of the
+  // model's largest weight, the parity suite's measure. (Per element or per tensor is the wrong
+  // scale: GPT-2's key biases have an exactly zero true gradient — softmax ignores a constant
+  // added to every key — so Adam turns last-bit gradient noise there into updates of ~lr/100
+  // per step in both runs, differently.)
+  void expect_same_run(const std::string& a, const std::string& b, double tol) {
+    auto la = losses(a), lb = losses(b);
+    ASSERT_EQ(la.size(), lb.size());
+    ASSERT_FALSE(la.empty());
+    for (size_t i = 0; i < la.size(); ++i) {
+      EXPECT_LE(std::fabs(la[i] - lb[i]) / std::fabs(la[i]), tol) << "step " << i + 1 << ": " << la[i] << " vs " << lb[i];
+    }
+    auto wa = models::read_safetensors_index(weights(a)), wb = models::read_safetensors_index(weights(b));
+    ASSERT_EQ(wa.size(), wb.size());
+    double max_diff = 0, scale = 0;
+    std::string worst;
+    for (const auto& [name, info] : wa) {
+      auto x = models::read_tensor(info), y = models::read_tensor(wb.at(name));
+      const double diff = (x - y).abs().max().item<double>();
+      if (diff > max_diff) {
+        max_diff = diff;
+        worst = name;
+      }
+      scale = std::max(scale, y.abs().max().item<double>());
+    }
+    EXPECT_LE(max_diff, 1e-4 * scale) << "worst tensor " << worst << ": " << max_diff << " of max weight " << scale;
+  }
+
+  fs::path dir_;
+  int runs_ = 0;
+};
+
+TEST_F(TrainTest, DefaultsTrainAndWriteMetricsAndPlot) {
+  auto r = train(0, "default", {"--max-steps", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto recs = records("default");
+  ASSERT_EQ(recs.size(), 30u);
+  for (const char* key : {"step", "loss", "lr", "grad_norm", "tokens_per_s", "data_ms", "forward_ms", "backward_ms",
+                          "update_ms", "comm_wait_ms", "rss_bytes", "peak_rss_bytes"}) {
+    EXPECT_TRUE(recs[0].contains(key)) << key;
+  }
+  EXPECT_LT(recs.back().at("loss").get<double>(), recs.front().at("loss").get<double>() * 0.9) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "loss.svg"));
+  EXPECT_TRUE(recs.back().contains("param_checksum"));
+}
+
+TEST_F(TrainTest, ResumeContinuesBitIdentically) {
+  ASSERT_EQ(train(0, "straight", {"-e", "straight", "--max-steps", "20", "--final-weights", weights("straight")}).exit_code, 0);
+  auto first = train(0, "resumed", {"-e", "resumed", "--max-steps", "10", "--ckpt-freq", "10"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto second = train(0, "resumed", {"-e", "resumed", "--max-steps", "20", "--final-weights", weights("resumed")});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("resuming from"), std::string::npos) << second.output;
+  auto a = losses("straight"), b = losses("resumed");
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+  EXPECT_EQ(file_checksum(weights("straight")), file_checksum(weights("resumed")));
+}
+
+TEST_F(TrainTest, CorruptOrMismatchedCheckpointIsRefused) {
+  ASSERT_EQ(train(0, "c", {"-e", "c", "--max-steps", "4", "--ckpt-freq", "2"}).exit_code, 0);
+  // A different sequence length makes the checkpoint meaningless: refused, not loaded.
+  auto mismatch = train(0, "c2", {"-e", "c", "--max-steps", "6", "-s", "16"});
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.output;
+  EXPECT_NE(mismatch.output.find("does not match this run: seq_length"), std::string::npos) << mismatch.output;
+  // Flip one byte of the newest checkpoint's weights.
+  fs::path ckpt = dir_ / "out" / "c" / "checkpoints" / "step_000000004" / "model.safetensors";
+  ASSERT_TRUE(fs::exists(ckpt));
+  {
+    std::fstream f(ckpt, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  auto corrupt = train(0, "c3", {"-e", "c", "--max-steps", "6"});
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.output;
+  EXPECT_NE(corrupt.output.find("is corrupt: model.safetensors"), std::string::npos) << corrupt.output;
+}
+
+TEST_F(TrainTest, BadInputFailsWithOneLineAndExitTwo) {
+  const std::string bad_jsonl = (dir_ / "bad.jsonl").string();
+  std::ofstream(bad_jsonl) << "{\"text\": \"fine\"}\n{not json\n";
+  const std::string tiny = (dir_ / "tiny.txt").string();
+  std::ofstream(tiny) << "too short";
+  const std::string config = (dir_ / "config.json").string();
+  std::ofstream(config) << "{\"model_type\": \"gpt2\", \"n_embd\": 64}\n";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string expect;
+  };
+  const std::vector<Case> cases = {
+      {{"-m", "no-such-preset"}, "no-such-preset"},
+      {{"-m", config}, config},
+      {{"-d", (dir_ / "missing.txt").string()}, "missing.txt"},
+      {{"-d", bad_jsonl}, "bad.jsonl:2"},
+      {{"-d", tiny}, "tiny.txt"},
+      {{"--strategy", "bogus"}, "bogus"},
+      {{"--dtype", "fp8"}, "--dtype"},
+      {{"-b", "0"}, "--batch-size"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> flags = c.flags;
+    flags.insert(flags.end(), {"--max-steps", "1"});
+    auto r = train(0, "bad", flags);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("ddx: error:"), std::string::npos) << r.output;
+  }
+}
+
+// DDP reproduces the single-device run of the same global batch (8 sequences).
+TEST_F(TrainTest, DdpMatchesSingleDeviceAtTwoAndFourRanks) {
+  ASSERT_EQ(train(0, "single", {"-b", "8", "--max-steps", "20", "--final-weights", weights("single")}).exit_code, 0);
+  auto two = train(2, "ddp2", {"--strategy", "ddp", "-b", "4", "--max-steps", "20", "--final-weights", weights("ddp2"),
+                               "--bucket-cap-mb", "0.02", "--first-bucket-mb", "0.005"});
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  expect_same_run("single", "ddp2", 1e-5);
+  // Buckets really overlap backward: some all-reduces were issued before backward returned.
+  auto recs = records("ddp2");
+  EXPECT_GT(recs.back().at("ddp_buckets").get<double>(), 1);
+  EXPECT_GT(recs.back().at("ddp_buckets_launched_in_backward").get<double>(), 0);
+  auto four = train(4, "ddp4", {"--strategy", "ddp", "-b", "2", "--max-steps", "20", "--final-weights", weights("ddp4")});
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  expect_same_run("single", "ddp4", 1e-5);
+}
+
+// Accumulating 2 micro-batches of b equals one batch of 2b; ZeRO-1 equals plain DDP.
+TEST_F(TrainTest, DdpGradAccumAndZero1) {
+  ASSERT_EQ(train(0, "single", {"-b", "8", "--max-steps", "20", "--final-weights", weights("single")}).exit_code, 0);
+  auto accum = train(2, "accum", {"--strategy", "ddp", "-b", "2", "--grad-accum", "2", "--max-steps", "20",
+                                  "--final-weights", weights("accum")});
+  ASSERT_EQ(accum.exit_code, 0) << accum.output;
+  expect_same_run("single", "accum", 1e-5);
+  auto plain = train(2, "plain", {"--strategy", "ddp", "-b", "4", "--max-steps", "20", "--final-weights", weights("plain")});
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  auto zero1 = train(2, "zero1", {"--strategy", "ddp", "--zero1", "-b", "4", "--max-steps", "20",
+                                  "--final-weights", weights("zero1")});
+  ASSERT_EQ(zero1.exit_code, 0) << zero1.output;
+  expect_same_run("plain", "zero1", 1e-6);
+}
+
+// ZeRO-1's sharded optimizer state is checkpointed: resume continues exactly, and a DDP
+// checkpoint written at 2 ranks resumes at 4.
+TEST_F(TrainTest, DdpCheckpointsResumeAcrossWorldSizes) {
+  auto straight = train(2, "z_straight", {"--strategy", "ddp", "--zero1", "-b", "4", "-e", "zs", "--max-steps", "12",
+                                          "--final-weights", weights("z_straight")});
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  ASSERT_EQ(train(2, "z_resumed", {"--strategy", "ddp", "--zero1", "-b", "4", "-e", "zr", "--max-steps", "6"}).exit_code, 0);
+  auto resumed = train(2, "z_resumed", {"--strategy", "ddp", "--zero1", "-b", "4", "-e", "zr", "--max-steps", "12",
+                                        "--final-weights", weights("z_resumed")});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_EQ(losses("z_straight"), losses("z_resumed"));
+  // The same global batch (8) at 4 ranks continues the 2-rank run within tolerance.
+  auto wider = train(4, "z_wider", {"--strategy", "ddp", "-b", "2", "-e", "zr", "--max-steps", "16"});
+  ASSERT_EQ(wider.exit_code, 0) << wider.output;
+  EXPECT_NE(wider.output.find("resuming from"), std::string::npos) << wider.output;
+}
+
+TEST_F(TrainTest, MismatchedModelAcrossRanksIsAnErrorNotAHang) {
+  // Rank 1 is given another model: detected at start by comparing config hashes.
+  std::vector<std::string> argv = {DDX_BIN, "launch", "--nproc-per-node", "2", "--", "bash", "-c",
+                                   std::string(DDX_BIN) + " train --strategy ddp --max-steps 2 --no-progress --save-dir " +
+                                       (dir_ / "out").string() + " -m $([ \"$RANK\" = 0 ] && echo debug || echo debug-llama)"};
+  auto r = run(argv, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("model configuration differs across ranks"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace ddx::testing

@@ -1,0 +1,240 @@
+// Model presets, HF config.json parsing (and every way it can be wrong), canonical JSON/hash.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "ddx/errors.h"
+#include "models/model_config.h"
+
+namespace ddx::models {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "ddx_model_config_XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name, const std::string& content) const {
+    const std::string p = (fs::path(path_) / name).string();
+    std::ofstream(p) << content;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string usage_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+TEST(ModelPresets, RealModelsHaveTheirPublishedParameterCounts) {
+  EXPECT_EQ(model_config_from_preset("gpt2").num_parameters(), 124439808);
+  EXPECT_EQ(model_config_from_preset("gpt2-medium").num_parameters(), 354823168);
+  EXPECT_EQ(model_config_from_preset("llama-3.2-1b").num_parameters(), 1235814400);
+  EXPECT_EQ(model_config_from_preset("llama-3.1-8b").num_parameters(), 8030261248);
+  const ModelConfig llama8b = model_config_from_preset("llama-3.1-8b");
+  EXPECT_EQ(llama8b.family, Family::Llama);
+  EXPECT_EQ(llama8b.num_kv_heads, 8);
+  EXPECT_EQ(llama8b.head_dim(), 128);
+  EXPECT_FALSE(llama8b.tie_embeddings);
+  EXPECT_TRUE(model_config_from_preset("llama-3.2-1b").tie_embeddings);
+  EXPECT_DOUBLE_EQ(llama8b.rope_scaling.factor, 8.0);
+}
+
+TEST(ModelPresets, DebugModelsHaveOddSizes) {
+  for (const char* name : {"debug", "debug-llama"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig c = model_config_from_preset(name);
+    EXPECT_LT(c.num_parameters(), 2'000'000);
+    for (int64_t size : {c.vocab_size, c.intermediate_size, c.max_position_embeddings})
+      for (int divisor : {2, 3, 4}) EXPECT_NE(size % divisor, 0) << size;
+    // hidden: odd for GPT-2; for Llama only 2 divides it (RoPE needs an even head_dim).
+    EXPECT_NE(c.hidden_size % 3, 0);
+    EXPECT_NE(c.hidden_size % 4, 0);
+  }
+  const ModelConfig llama = model_config_from_preset("debug-llama");
+  EXPECT_GT(llama.num_kv_heads, 1);
+  EXPECT_LT(llama.num_kv_heads, llama.num_heads);
+  EXPECT_EQ(llama.head_dim() % 2, 0);
+  EXPECT_TRUE(llama.rope_scaling.enabled());
+}
+
+TEST(ModelPresets, UnknownPresetListsTheKnownOnes) {
+  const std::string message = usage_error([] { model_config_from_preset("gpt5"); });
+  EXPECT_NE(message.find("gpt5"), std::string::npos);
+  EXPECT_NE(message.find("llama-3.1-8b"), std::string::npos);
+  EXPECT_NE(message.find("debug-llama"), std::string::npos);
+  const std::string resolved = usage_error([] { resolve_model_config("/no/such/model"); });
+  EXPECT_NE(resolved.find("/no/such/model"), std::string::npos);
+}
+
+TEST(ModelConfigJson, IsCanonicalAndHashIgnoresTheName) {
+  ModelConfig a = model_config_from_preset("debug");
+  ModelConfig b = model_config_from_preset("debug");
+  EXPECT_EQ(a.to_json(), b.to_json());
+  const json j = json::parse(a.to_json());
+  for (const char* key : {"family", "vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads",
+                          "intermediate_size", "max_position_embeddings", "norm_eps", "rope_theta",
+                          "rope_scaling", "tie_embeddings", "init_std", "name"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  b.name = "elsewhere/config.json";
+  EXPECT_EQ(a.hash(), b.hash());
+  b.num_layers += 1;
+  EXPECT_NE(a.hash(), b.hash());
+  b = a;
+  b.norm_eps = 1e-6;
+  EXPECT_NE(a.hash(), b.hash());
+  EXPECT_NE(model_config_from_preset("debug").hash(), model_config_from_preset("debug-llama").hash());
+}
+
+TEST(HfConfig, EveryPresetRoundTripsThroughConfigJson) {
+  TempDir dir;
+  for (const char* name : {"gpt2", "gpt2-medium", "llama-3.2-1b", "llama-3.1-8b", "debug", "debug-llama"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig preset = model_config_from_preset(name);
+    const std::string path = dir.file(std::string(name) + ".json", to_hf_config_json(preset));
+    const ModelConfig parsed = model_config_from_hf_json(path);
+    EXPECT_EQ(parsed.name, path);
+    EXPECT_EQ(parsed.hash(), preset.hash()) << parsed.to_json() << "\n" << preset.to_json();
+  }
+}
+
+TEST(HfConfig, ParsesRealGpt2AndLlamaConfigs) {
+  TempDir dir;
+  // The fields of openai-community/gpt2's config.json that matter here (n_inner null).
+  const std::string gpt2 = dir.file("gpt2.json", R"({
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+    "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12, "n_positions": 1024,
+    "layer_norm_epsilon": 1e-05, "initializer_range": 0.02, "vocab_size": 50257,
+    "resid_pdrop": 0.1, "task_specific_params": {"text-generation": {"do_sample": true}}})");
+  const ModelConfig g = model_config_from_hf_json(gpt2);
+  EXPECT_EQ(g.hash(), model_config_from_preset("gpt2").hash());
+
+  // meta-llama/Llama-3.2-1B's config.json.
+  const std::string llama = dir.file("llama.json", R"({
+    "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 8192,
+    "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+    "transformers_version": "4.45.0.dev0", "use_cache": true, "vocab_size": 128256})");
+  const ModelConfig l = model_config_from_hf_json(llama);
+  EXPECT_EQ(l.hash(), model_config_from_preset("llama-3.2-1b").hash()) << l.to_json();
+
+  // resolve_model_config: preset, file, and folder holding config.json.
+  dir.file("config.json", R"({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1,
+                             "n_positions": 16, "vocab_size": 11})");
+  const ModelConfig from_folder = resolve_model_config(dir.path());
+  EXPECT_EQ(from_folder.hidden_size, 8);
+  EXPECT_EQ(from_folder.intermediate_size, 32);
+  EXPECT_TRUE(from_folder.tie_embeddings);
+  const ModelConfig llama_defaults = [&] {
+    return model_config_from_hf_json(dir.file("l.json", R"({"model_type": "llama", "hidden_size": 8,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 12,
+      "max_position_embeddings": 16, "vocab_size": 11})"));
+  }();
+  EXPECT_EQ(llama_defaults.num_kv_heads, 2);
+  EXPECT_DOUBLE_EQ(llama_defaults.rope_theta, 10000.0);
+  EXPECT_DOUBLE_EQ(llama_defaults.norm_eps, 1e-6);
+  EXPECT_FALSE(llama_defaults.tie_embeddings);
+  EXPECT_FALSE(llama_defaults.rope_scaling.enabled());
+}
+
+struct BadConfig {
+  std::string text;
+  const char* expected;  // must appear in the message (besides the file path)
+};
+
+TEST(HfConfig, BadInputNamesFileAndField) {
+  TempDir dir;
+  const std::string gpt2 = R"("model_type": "gpt2", "n_head": 2, "n_layer": 1, "n_positions": 16, "vocab_size": 11)";
+  const std::string llama = R"("model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "intermediate_size": 12, "max_position_embeddings": 16)";
+  const std::vector<BadConfig> cases = {
+      {"", "not valid JSON"},
+      {"{\"model_type\": ", "not valid JSON"},
+      {"[1, 2]", "JSON object"},
+      {"{}", "'model_type' is missing"},
+      {R"({"model_type": "mistral"})", "'mistral' is not supported"},
+      {R"({"model_type": 7})", "'model_type' must be a string"},
+      {("{" + gpt2 + "}"), "'n_embd' is missing"},
+      {("{" + gpt2 + R"(, "n_embd": "768"})"), "'n_embd' must be an integer"},
+      {("{" + gpt2 + R"(, "n_embd": 7.5})"), "'n_embd' must be an integer"},
+      {("{" + gpt2 + R"(, "n_embd": -8})"), "'n_embd' must be positive"},
+      {("{" + gpt2 + R"(, "n_embd": 0})"), "'n_embd' must be positive"},
+      {("{" + gpt2 + R"(, "n_embd": 1e400})"), "1e400"},
+      {("{" + gpt2 + R"(, "n_embd": 99999999999999999999})"), "n_embd"},
+      {("{" + gpt2 + R"(, "n_embd": 9})"), "num_heads"},  // 2 heads do not divide 9
+      {("{" + gpt2 + R"(, "n_embd": 8, "layer_norm_epsilon": "small"})"), "'layer_norm_epsilon' must be a number"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "layer_norm_epsilon": -1})"), "'layer_norm_epsilon' must be a positive"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "tie_word_embeddings": 1})"), "'tie_word_embeddings' must be true or false"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "activation_function": "relu"})"), "'activation_function'"},
+      {("{" + llama + "}"), "'vocab_size' is missing"},
+      {("{" + llama + R"(, "vocab_size": 11, "num_key_value_heads": 3})"), "num_kv_heads"},
+      {("{" + llama + R"(, "vocab_size": 11, "hidden_act": "gelu"})"), "'hidden_act'"},
+      {("{" + llama + R"(, "vocab_size": 11, "attention_bias": true})"), "'attention_bias'"},
+      {("{" + llama + R"(, "vocab_size": 11, "head_dim": 8})"), "'head_dim'"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_theta": 0})"), "'rope_theta'"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_scaling": 5})"), "'rope_scaling' must be an object"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})"),
+       "'rope_scaling.rope_type' = 'yarn' is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_scaling": {"rope_type": "llama3", "factor": 4.0}})"),
+       "'rope_scaling.low_freq_factor' is missing"},
+      {(R"({"model_type": "llama", "hidden_size": 6, "num_hidden_layers": 1, "num_attention_heads": 2,
+           "intermediate_size": 12, "max_position_embeddings": 16, "vocab_size": 11})"),
+       "even head_dim"},
+  };
+  int i = 0;
+  for (const BadConfig& c : cases) {
+    SCOPED_TRACE(c.text);
+    const std::string path = dir.file("bad" + std::to_string(i++) + ".json", c.text);
+    const std::string message = usage_error([&] { model_config_from_hf_json(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+  const std::string missing = usage_error([&] { model_config_from_hf_json(dir.path() + "/nope.json"); });
+  EXPECT_NE(missing.find("nope.json"), std::string::npos);
+  const std::string empty_folder = usage_error([&] {
+    fs::create_directory(dir.path() + "/empty");
+    resolve_model_config(dir.path() + "/empty");
+  });
+  EXPECT_NE(empty_folder.find("config.json"), std::string::npos);
+}
+
+TEST(ModelConfigValidate, RejectsInconsistentSizes) {
+  ModelConfig c = model_config_from_preset("debug-llama");
+  c.num_kv_heads = 4;
+  EXPECT_NE(usage_error([&] { validate(c); }).find("num_kv_heads"), std::string::npos);
+  c = model_config_from_preset("debug");
+  c.num_kv_heads = 1;
+  EXPECT_NE(usage_error([&] { validate(c); }).find("num_kv_heads"), std::string::npos);
+  c = model_config_from_preset("debug");
+  c.vocab_size = 0;
+  EXPECT_NE(usage_error([&] { validate(c); }).find("vocab_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddx::models

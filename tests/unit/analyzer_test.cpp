@@ -1,0 +1,417 @@
+// `ddx analyze` on hand-written dumps: every finding kind, majority and tie-breaking (never
+// "rank 0 is right"), and the damaged inputs users send in: missing, truncated, garbage,
+// another run's, another format version.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "analyzer/diagnosis.h"
+#include "analyzer/dump_loader.h"
+#include "analyzer/report.h"
+#include "ddx/errors.h"
+
+namespace ddx::analyze {
+namespace {
+
+using nlohmann::json;
+
+// One rank's dump, written in the recorder's layout (header line, one entry per line).
+struct DumpBuilder {
+  int rank = 0;
+  int world = 2;
+  std::string job = "job1";
+  std::string reason = "test";
+  int64_t now_us = 100'000'000;  // the dump's steady clock
+  std::vector<json> entries;
+  json peers = json::object();
+  uint64_t next_id = 1;
+
+  DumpBuilder(int r, int w) : rank(r), world(w) {}
+
+  std::vector<int> all() const {
+    std::vector<int> v;
+    for (int i = 0; i < world; ++i) v.push_back(i);
+    return v;
+  }
+  // A collective on group world. state: completed | started | failed.
+  DumpBuilder& op(uint64_t seq, const std::string& name, const std::string& site,
+                  const std::string& state = "completed", std::vector<int64_t> shape = {1024},
+                  const std::string& dtype = "float32", const std::string& error = "") {
+    const int64_t t = now_us - 10'000'000 + static_cast<int64_t>(seq) * 100'000;
+    entries.push_back({{"id", next_id++}, {"group", "world"}, {"group_ranks", all()}, {"seq", seq},
+                       {"p2p", false}, {"op", name}, {"reduce_op", name == "all_reduce" ? "sum" : ""},
+                       {"dtype", dtype}, {"in_shape", shape}, {"out_shape", shape}, {"numel", shape[0]},
+                       {"bytes", shape[0] * 4}, {"peer", -1}, {"backend", "gloo"}, {"call_site", site},
+                       {"state", state}, {"error", error}, {"enqueue_us", t}, {"start_us", t},
+                       {"end_us", state == "completed" || state == "failed" ? t + 1000 : 0}});
+    return *this;
+  }
+  DumpBuilder& p2p(uint64_t seq, const std::string& name, int peer, const std::string& site,
+                   const std::string& state = "completed") {
+    const int64_t t = now_us - 5'000'000 + static_cast<int64_t>(seq) * 100'000;
+    entries.push_back({{"id", next_id++}, {"group", "world"}, {"group_ranks", all()}, {"seq", seq},
+                       {"p2p", true}, {"op", name}, {"reduce_op", ""}, {"dtype", "float32"},
+                       {"in_shape", {256}}, {"out_shape", {256}}, {"numel", 256}, {"bytes", 1024},
+                       {"peer", peer}, {"backend", "gloo"}, {"call_site", site}, {"state", state},
+                       {"error", ""}, {"enqueue_us", t}, {"start_us", t},
+                       {"end_us", state == "completed" ? t + 1000 : 0}});
+    return *this;
+  }
+  std::string text() const {
+    json groups = json::object();
+    uint64_t enq = 0, done = 0, p2p_enq = 0;
+    int in_flight = 0;
+    for (const json& e : entries) {
+      if (e["p2p"]) {
+        p2p_enq = std::max(p2p_enq, e["seq"].get<uint64_t>());
+      } else {
+        enq = std::max(enq, e["seq"].get<uint64_t>());
+        if (e["state"] == "completed") done = std::max(done, e["seq"].get<uint64_t>());
+      }
+      if (e["state"] == "started") ++in_flight;
+    }
+    groups["world"] = {{"ranks", all()}, {"last_enqueued", enq}, {"last_started", enq}, {"last_completed", done},
+                       {"last_enqueued_p2p", p2p_enq}, {"last_completed_p2p", 0}, {"in_flight", in_flight}};
+    nlohmann::ordered_json head = {{"format", "ddx-flight-recorder"}, {"version", 1}, {"rank", rank},
+                                   {"local_rank", rank}, {"world_size", world}, {"host", "node" + std::to_string(rank)},
+                                   {"pid", 1000 + rank}, {"job_id", job}, {"reason", reason},
+                                   {"triggers", json::array()}, {"dump_unix_ms", 1'700'000'000'000},
+                                   {"dump_steady_us", now_us}, {"heartbeat_unix_ms", 1'700'000'000'000},
+                                   {"last_event_unix_ms", 1'700'000'000'000}, {"collective_timeout_ms", 2000},
+                                   {"capacity", 2000}, {"recorded_total", entries.size()}, {"groups", groups},
+                                   {"peers", peers}};
+    std::string out = head.dump();
+    out.pop_back();
+    out += ",\n\"entries\":[";
+    for (size_t i = 0; i < entries.size(); ++i) out += (i ? ",\n" : "\n") + entries[i].dump();
+    return out + "\n]}\n";
+  }
+};
+
+class AnalyzerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::path(DDX_BINARY_DIR) / "test-scratch" /
+            ("analyzer-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+             std::to_string(::getpid())))
+               .string();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void write(const DumpBuilder& b) { write_text(b.rank, b.text()); }
+  void write_text(int rank, const std::string& text) {
+    std::ofstream(dir_ + "/ddx-fr-rank" + std::to_string(rank) + ".json") << text;
+  }
+  Diagnosis run() {
+    traces_ = load_trace_dir(dir_);
+    return diagnose(traces_);
+  }
+  // Steps 1..n of "step k grads" all-reduces, all completed.
+  static DumpBuilder steps(int rank, int world, int n) {
+    DumpBuilder b(rank, world);
+    for (int k = 1; k <= n; ++k) b.op(k, "all_reduce", "step " + std::to_string(k) + " grads");
+    return b;
+  }
+  std::string dir_;
+  TraceSet traces_;
+};
+
+TEST_F(AnalyzerTest, HealthyRunReportsNoProblem) {
+  for (int r = 0; r < 4; ++r) write(steps(r, 4, 5));
+  Diagnosis dx = run();
+  EXPECT_TRUE(dx.findings.empty()) << render_text(traces_, dx);
+  EXPECT_EQ(verdict_line(traces_, dx), "no problem found");
+  ASSERT_EQ(dx.ranks.size(), 4u);
+  EXPECT_NE(render_text(traces_, dx).find("every one completed #1..#5"), std::string::npos);
+}
+
+// The culprit skipped step 3's all-reduce: its #3 is step 4's all-reduce, and the others wait
+// in #4 (step 4) for it.
+TEST_F(AnalyzerTest, SkippedCollectiveNamesTheRankThatSkippedAtTwoAndFourRanks) {
+  for (int world : {2, 4}) {
+    for (int culprit = 0; culprit < world; ++culprit) {
+      SetUp();
+      for (int r = 0; r < world; ++r) {
+        DumpBuilder b(r, world);
+        if (r == culprit) {
+          b.op(1, "all_reduce", "step 1 grads").op(2, "all_reduce", "step 2 grads")
+              .op(3, "all_reduce", "step 4 grads");
+        } else {
+          b.op(1, "all_reduce", "step 1 grads").op(2, "all_reduce", "step 2 grads")
+              .op(3, "all_reduce", "step 3 grads").op(4, "all_reduce", "step 4 grads", "started");
+        }
+        write(b);
+      }
+      Diagnosis dx = run();
+      ASSERT_FALSE(dx.findings.empty()) << world << " ranks, culprit " << culprit;
+      const Finding& f = dx.findings[0];
+      EXPECT_EQ(f.kind, FindingKind::SkippedCollective) << render_text(traces_, dx);
+      EXPECT_EQ(f.culprits, std::vector<int>{culprit}) << render_text(traces_, dx);
+      EXPECT_EQ(f.op, "all_reduce");
+      EXPECT_EQ(f.seq, 3u);
+      EXPECT_EQ(f.call_site, "step 3 grads");
+      EXPECT_NE(verdict_line(traces_, dx).find("rank " + std::to_string(culprit) + " (node"), std::string::npos);
+    }
+  }
+}
+
+TEST_F(AnalyzerTest, StragglerNeverJoinedWhileTheOthersWait) {
+  for (int culprit : {0, 3}) {
+    SetUp();
+    for (int r = 0; r < 4; ++r) {
+      DumpBuilder b = steps(r, 4, 2);
+      if (r != culprit) b.op(3, "all_reduce", "step 3 grads", "started");
+      write(b);
+    }
+    Diagnosis dx = run();
+    ASSERT_FALSE(dx.findings.empty());
+    EXPECT_EQ(dx.findings[0].kind, FindingKind::NeverJoined) << render_text(traces_, dx);
+    EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{culprit});
+    EXPECT_EQ(dx.findings[0].seq, 3u);
+    EXPECT_NE(dx.findings[0].decided_by.find("majority"), std::string::npos);
+  }
+}
+
+TEST_F(AnalyzerTest, OpMismatchIsDecidedByMajorityNotByRankZero) {
+  // Rank 0 is the odd one out: an analyzer trusting rank 0 would blame the other three.
+  for (int r = 0; r < 4; ++r) {
+    DumpBuilder b = steps(r, 4, 2);
+    if (r == 0) {
+      b.op(3, "all_gather", "step 3 grads", "started");
+    } else {
+      b.op(3, "all_reduce", "step 3 grads", "started");
+    }
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::OpMismatch);
+  EXPECT_EQ(f.culprits, std::vector<int>{0});
+  EXPECT_EQ(f.op, "all_gather");
+  EXPECT_EQ(f.expected_op, "all_reduce");
+  EXPECT_NE(f.decided_by.find("3 of 4"), std::string::npos) << f.decided_by;
+}
+
+TEST_F(AnalyzerTest, TwoRankTieIsBrokenByWhoChangedAtTheSameCallSite) {
+  for (int culprit : {0, 1}) {
+    SetUp();
+    for (int r = 0; r < 2; ++r) {
+      DumpBuilder b = steps(r, 2, 2);
+      b.op(3, r == culprit ? "all_gather" : "all_reduce", "step 3 grads", "started");
+      write(b);
+    }
+    Diagnosis dx = run();
+    ASSERT_FALSE(dx.findings.empty());
+    EXPECT_EQ(dx.findings[0].kind, FindingKind::OpMismatch);
+    EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{culprit}) << render_text(traces_, dx);
+    EXPECT_NE(dx.findings[0].decided_by.find("no majority"), std::string::npos);
+  }
+}
+
+TEST_F(AnalyzerTest, TieWithoutHistoryNamesBothSides) {
+  for (int r = 0; r < 2; ++r) {
+    DumpBuilder b(r, 2);
+    b.op(1, r == 0 ? "all_reduce" : "broadcast", "init", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].culprits, (std::vector<int>{0, 1}));
+  EXPECT_NE(dx.findings[0].decided_by.find("any of these"), std::string::npos);
+}
+
+TEST_F(AnalyzerTest, SizeAndDtypeMismatches) {
+  for (int r = 0; r < 3; ++r) {
+    DumpBuilder b = steps(r, 3, 1);
+    b.op(2, "all_reduce", "step 2 grads", "started", r == 2 ? std::vector<int64_t>{1000} : std::vector<int64_t>{1024});
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::SizeMismatch);
+  EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{2});
+  EXPECT_NE(dx.findings[0].summary.find("[1000]"), std::string::npos) << dx.findings[0].summary;
+
+  SetUp();
+  for (int r = 0; r < 3; ++r) {
+    DumpBuilder b = steps(r, 3, 1);
+    b.op(2, "all_reduce", "step 2 grads", "started", {1024}, r == 1 ? "bfloat16" : "float32");
+    write(b);
+  }
+  dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::DtypeMismatch);
+  EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{1});
+}
+
+TEST_F(AnalyzerTest, P2PDeadlockBothSendingNamesTheRankThatChangedOrder) {
+  // Steps 1-2: rank 0 sends first, rank 1 receives first. Step 3: rank 1 sends first too.
+  for (int r = 0; r < 2; ++r) {
+    DumpBuilder b(r, 2);
+    uint64_t seq = 1;
+    for (int step = 1; step <= 2; ++step) {
+      const std::string site = "step " + std::to_string(step) + " exchange";
+      if (r == 0) {
+        b.p2p(seq++, "send", 1, site).p2p(seq++, "recv", 1, site);
+      } else {
+        b.p2p(seq++, "recv", 0, site).p2p(seq++, "send", 0, site);
+      }
+      b.op(step, "all_reduce", "step " + std::to_string(step) + " grads");
+    }
+    b.p2p(seq, "send", 1 - r, "step 3 exchange", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::P2PDeadlock) << render_text(traces_, dx);
+  EXPECT_EQ(f.culprits, std::vector<int>{1});
+  EXPECT_EQ(f.op, "send");
+  EXPECT_NE(f.summary.find("both sending"), std::string::npos);
+}
+
+TEST_F(AnalyzerTest, P2PDeadlockStillFoundWhenOneSideFailedAfterWaitingOutTheTimeout) {
+  // Both receive; rank 0 gives up first (timeout, abort) and rank 1's recv then fails with
+  // "Connection closed by peer" before its last dump: still a deadlock, not a mystery failure.
+  for (int r = 0; r < 2; ++r) {
+    DumpBuilder b(r, 2);
+    uint64_t seq = 1;
+    for (int step = 1; step <= 2; ++step) {
+      const std::string site = "step " + std::to_string(step) + " exchange";
+      if (r == 0) {
+        b.p2p(seq++, "send", 1, site).p2p(seq++, "recv", 1, site);
+      } else {
+        b.p2p(seq++, "recv", 0, site).p2p(seq++, "send", 0, site);
+      }
+    }
+    b.p2p(seq, "recv", 1 - r, "step 3 exchange", r == 0 ? "started" : "failed");
+    if (r == 1) b.entries.back()["end_us"] = b.entries.back()["enqueue_us"].get<int64_t>() + 2'100'000;
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::P2PDeadlock) << render_text(traces_, dx);
+  EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{0});
+  EXPECT_NE(dx.findings[0].summary.find("both receiving"), std::string::npos);
+}
+
+TEST_F(AnalyzerTest, DeadRankWithoutDumpIsNamedFromItsPeersEvidence) {
+  for (int r : {0, 2, 3}) {
+    DumpBuilder b = steps(r, 4, 2);
+    b.op(3, "all_reduce", "step 3 grads", r == 0 ? "failed" : "started", {1024}, "float32",
+         "[gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:4711");
+    if (r == 0) {
+      b.peers = {{"ranks", {{"1", {{"silent_ms", 900}, {"heartbeat", {{"host", "node1"}, {"pid", 1001},
+                                                                      {"groups", {{"world", {3, 3, 2, 1, 0, 0}}}}}}}}}}};
+    }
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::DeadRank) << render_text(traces_, dx);
+  EXPECT_EQ(f.culprits, std::vector<int>{1});
+  EXPECT_EQ(f.op, "all_reduce");
+  EXPECT_EQ(f.seq, 3u);
+  const std::string text = render_text(traces_, dx);
+  EXPECT_NE(text.find("Connection closed by peer"), std::string::npos) << text;
+  EXPECT_NE(text.find("host node1, pid 1001"), std::string::npos) << text;
+}
+
+TEST_F(AnalyzerTest, MissingDumpWithoutEvidenceIsReportedAsSuch) {
+  for (int r : {0, 1}) {
+    DumpBuilder b = steps(r, 3, 1);
+    b.op(2, "all_reduce", "step 2 grads", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::NoDump);
+  EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{2});
+  EXPECT_EQ(traces_.missing, std::vector<int>{2});
+  EXPECT_NE(render_text(traces_, dx).find("rank 2: missing dump"), std::string::npos);
+}
+
+TEST_F(AnalyzerTest, ExtraCollectiveOnAMinorityOfRanks) {
+  // PyTorch's FR tutorial: one rank runs one all-reduce more than the rest.
+  for (int r = 0; r < 4; ++r) {
+    DumpBuilder b = steps(r, 4, 4);
+    if (r == 2) b.op(5, "all_reduce", "extra", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::ExtraCollective);
+  EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{2});
+}
+
+TEST_F(AnalyzerTest, TruncatedDumpIsSalvagedAndReported) {
+  DumpBuilder b0 = steps(0, 2, 2);
+  b0.op(3, "all_reduce", "step 3 grads", "started");
+  write(b0);
+  DumpBuilder b1 = steps(1, 2, 2);
+  b1.op(3, "all_reduce", "step 3 grads", "started");
+  const std::string full = b1.text();
+  write_text(1, full.substr(0, full.rfind("\"state\"")));  // cut inside the last entry
+  Diagnosis dx = run();
+  ASSERT_EQ(traces_.dumps.count(1), 1u);
+  EXPECT_TRUE(traces_.dumps.at(1).truncated);
+  EXPECT_EQ(traces_.dumps.at(1).entries.size(), 2u);
+  bool reported = false;
+  for (const auto& p : traces_.problems) reported = reported || (p.rank == 1 && p.kind == "truncated");
+  EXPECT_TRUE(reported);
+  EXPECT_NE(render_text(traces_, dx).find("rank 1: truncated dump"), std::string::npos);
+}
+
+TEST_F(AnalyzerTest, GarbageEmptyForeignAndFutureDumpsAreNamedNotFatal) {
+  write(steps(0, 6, 2));
+  write(steps(1, 6, 2));
+  write_text(2, "");
+  write_text(3, "{\"format\": \"ddx-flight-recorder\", \"version\": 99}");
+  write_text(4, "\x89PNG...");
+  DumpBuilder other = steps(5, 6, 2);
+  other.job = "job0";  // an earlier run that used the same directory
+  write(other);
+  Diagnosis dx = run();
+  std::map<int, std::string> kinds;
+  for (const auto& p : traces_.problems) kinds[p.rank] = p.kind + ": " + p.detail;
+  EXPECT_NE(kinds[2].find("empty file"), std::string::npos) << kinds[2];
+  EXPECT_NE(kinds[3].find("version 99"), std::string::npos) << kinds[3];
+  EXPECT_NE(kinds[4].find("not valid JSON"), std::string::npos) << kinds[4];
+  EXPECT_NE(kinds[5].find("other-job"), std::string::npos) << kinds[5];
+  EXPECT_EQ(traces_.missing, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(traces_.job_id, "job1");
+}
+
+TEST_F(AnalyzerTest, EmptyOrMissingDirectoryIsAUsageError) {
+  EXPECT_THROW(load_trace_dir(dir_), UsageError);
+  EXPECT_THROW(load_trace_dir(dir_ + "/nope"), UsageError);
+}
+
+TEST_F(AnalyzerTest, JsonReportCarriesTheVerdict) {
+  for (int r = 0; r < 2; ++r) {
+    DumpBuilder b = steps(r, 2, 2);
+    if (r == 0) b.op(3, "all_reduce", "step 3 grads", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  json doc = json::parse(render_json(traces_, dx));
+  EXPECT_TRUE(doc["problem_found"].get<bool>());
+  EXPECT_EQ(doc["verdict"]["kind"], "never-joined");
+  EXPECT_EQ(doc["verdict"]["culprits"], json::array({1}));
+  EXPECT_EQ(doc["verdict"]["culprit_hosts"], json::array({"node1"}));
+  EXPECT_EQ(doc["ranks"].size(), 2u);
+}
+
+TEST(CallSites, StepNumbersAreNormalized) {
+  EXPECT_EQ(detail::normalize_call_site("step 12 backward bucket 3"), "step # backward bucket #");
+  EXPECT_EQ(detail::normalize_call_site("init"), "init");
+}
+
+}  // namespace
+}  // namespace ddx::analyze

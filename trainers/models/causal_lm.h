@@ -1,0 +1,69 @@
+#pragma once
+// The model interface every strategy builds on. A model is split into units the strategies
+// schedule: the embedding, N transformer blocks, and the head (final norm + LM head). forward()
+// composes them; strategies that interpose around units (FSDP all-gathers, activation
+// checkpointing, pipeline stages) call embed/block/head themselves.
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/model_config.h"
+
+namespace ddx::models {
+
+class CausalLM : public torch::nn::Module {
+ public:
+  explicit CausalLM(ModelConfig config) : config_(std::move(config)) {}
+  const ModelConfig& config() const { return config_; }
+
+  // tokens [B, T] int64 -> hidden [B, T, D]
+  virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
+  // One transformer block, i in [0, num_layers).
+  virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
+  // hidden [B, T, D] -> logits [B, T, V]
+  virtual torch::Tensor head(const torch::Tensor& hidden) = 0;
+
+  torch::Tensor forward(const torch::Tensor& tokens) {
+    torch::Tensor h = embed(tokens);
+    for (int64_t i = 0; i < config_.num_layers; ++i) h = block(i, h);
+    return head(h);
+  }
+
+  // The module of block i, and of the embedding and head units, for strategies that shard or
+  // wrap per unit. Parameter names are those of named_parameters() on the whole model.
+  virtual std::shared_ptr<torch::nn::Module> block_module(int64_t i) = 0;
+  virtual std::vector<std::string> embedding_parameter_names() const = 0;
+  virtual std::vector<std::string> head_parameter_names() const = 0;
+
+ private:
+  ModelConfig config_;
+};
+
+// Builds the model with every parameter initialised by init_parameter() (so identical for any
+// parallel layout), on `device` in `dtype`.
+std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed,
+                                      torch::Device device = torch::kCPU,
+                                      torch::Dtype dtype = torch::kFloat32);
+
+// Layout-independent initialisation: rows [row_begin, row_end) along dim 0 of the parameter
+// called `name` (a named_parameters() name) with full shape `full_shape`, as build_model()
+// would initialise them. Each row comes from its own seed (seed, name, row), so a rank holding
+// a shard creates exactly its slice of the single-device weights without the full tensor.
+// Float32 on CPU.
+torch::Tensor init_parameter(const ModelConfig& config, const std::string& name,
+                             const std::vector<int64_t>& full_shape, uint64_t seed,
+                             int64_t row_begin, int64_t row_end);
+
+// Sum of token cross-entropy over labels != -100 (reduction "sum", in float32 even for bf16
+// logits), and the number of such tokens. labels[b, t] is the target of position t, i.e.
+// already shifted (the data pipeline's labels = block[1:T+1]); nothing is shifted here. The trainer divides by the GLOBAL token count of the
+// step (see parallelism.md §1), never by a per-rank mean.
+struct LossSum {
+  torch::Tensor sum;  // scalar
+  int64_t tokens = 0;
+};
+LossSum causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels);
+
+}  // namespace ddx::models

@@ -1,0 +1,104 @@
+// Shared building blocks: parameter holders, attention, RoPE, and the token loss.
+#include "models/layers.h"
+
+#include <cmath>
+
+namespace ddx::models {
+namespace detail {
+
+Linear::Linear(int64_t in, int64_t out, bool has_bias, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({out, in}, options));
+  if (has_bias) bias = register_parameter("bias", torch::empty({out}, options));
+}
+
+torch::Tensor Linear::forward(const torch::Tensor& x) const { return torch::linear(x, weight, bias); }
+
+Embedding::Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options) {
+  weight = register_parameter("weight", torch::empty({rows, dim}, options));
+}
+
+torch::Tensor Embedding::forward(const torch::Tensor& ids) const { return torch::embedding(weight, ids); }
+
+LayerNorm::LayerNorm(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
+  weight = register_parameter("weight", torch::empty({dim}, options));
+  bias = register_parameter("bias", torch::empty({dim}, options));
+}
+
+torch::Tensor LayerNorm::forward(const torch::Tensor& x) const {
+  return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
+}
+
+RmsNorm::RmsNorm(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
+  weight = register_parameter("weight", torch::empty({dim}, options));
+}
+
+torch::Tensor RmsNorm::forward(const torch::Tensor& x) const {
+  torch::Tensor x32 = x.to(torch::kFloat32);
+  x32 = x32 * torch::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * x32.to(x.scalar_type());
+}
+
+torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
+  const int64_t b = x.size(0), t = x.size(1);
+  return x.view({b, t, heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const int64_t heads = q.size(1), kv_heads = k.size(1);
+  torch::Tensor keys = k, values = v;
+  if (kv_heads != heads) {
+    // Query head h reads KV head h / (heads / kv_heads): each KV head repeated in place.
+    keys = k.repeat_interleave(heads / kv_heads, /*dim=*/1);
+    values = v.repeat_interleave(heads / kv_heads, /*dim=*/1);
+  }
+  torch::Tensor y = at::scaled_dot_product_attention(q, keys, values, {}, 0.0, /*is_causal=*/true);
+  const int64_t b = q.size(0), t = q.size(2);
+  return y.transpose(1, 2).reshape({b, t, heads * q.size(3)});
+}
+
+RopeTables rope_tables(const ModelConfig& config, int64_t seq_len, const torch::Device& device) {
+  // Float32 throughout, in the same sequence of operations as HF's rotary embedding, so long
+  // positions round the same way as the reference implementation.
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const int64_t dim = config.head_dim();
+  torch::Tensor exponent = torch::arange(0, dim, 2, f32.dtype(torch::kInt64)).to(torch::kFloat32) / dim;
+  torch::Tensor inv_freq = 1.0 / torch::pow(config.rope_theta, exponent);
+  const RopeScaling& s = config.rope_scaling;
+  if (s.enabled()) {
+    const double old_context = static_cast<double>(s.original_max_position_embeddings);
+    const double low_freq_wavelen = old_context / s.low_freq_factor;
+    const double high_freq_wavelen = old_context / s.high_freq_factor;
+    torch::Tensor wavelen = 2 * M_PI / inv_freq;
+    // Long wavelengths (beyond the original context) are slowed by `factor`, short ones kept.
+    torch::Tensor scaled = torch::where(wavelen > low_freq_wavelen, inv_freq / s.factor, inv_freq);
+    torch::Tensor smooth = (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+    torch::Tensor smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
+    torch::Tensor medium = (wavelen >= high_freq_wavelen).logical_and(wavelen <= low_freq_wavelen);
+    inv_freq = torch::where(medium, smoothed, scaled);
+  }
+  torch::Tensor positions = torch::arange(seq_len, f32);
+  torch::Tensor freqs = torch::outer(positions, inv_freq);
+  torch::Tensor angles = torch::cat({freqs, freqs}, -1);
+  return {angles.cos(), angles.sin()};
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
+  const int64_t half = x.size(-1) / 2;
+  torch::Tensor rotated = torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * tables.cos.to(x.scalar_type()) + rotated * tables.sin.to(x.scalar_type());
+}
+
+}  // namespace detail
+
+LossSum causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) {
+  const int64_t vocab = logits.size(-1);
+  torch::Tensor flat_labels = labels.reshape({-1});
+  LossSum out;
+  out.sum = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, vocab}).to(torch::kFloat32), flat_labels,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+  out.tokens = flat_labels.ne(-100).sum().item<int64_t>();
+  return out;
+}
+
+}  // namespace ddx::models

@@ -1,0 +1,65 @@
+#pragma once
+// Small building blocks shared by gpt2.cpp and llama.cpp. Parameters are created
+// uninitialised (torch::empty): build_model() fills every one through init_parameter(), so the
+// default Kaiming init of torch::nn::Linear would be wasted work on an 8B model.
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "models/causal_lm.h"
+
+namespace ddx::models::detail {
+
+// y = x W^T (+ b), W of shape [out, in] (the torch Linear layout, also used for GPT-2's
+// Conv1D weights, which the HF mapping transposes).
+struct Linear : torch::nn::Module {
+  Linear(int64_t in, int64_t out, bool bias, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor weight, bias;
+};
+
+struct Embedding : torch::nn::Module {
+  Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& ids) const;
+  torch::Tensor weight;
+};
+
+struct LayerNorm : torch::nn::Module {
+  LayerNorm(int64_t dim, double eps, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor weight, bias;
+  double eps;
+};
+
+// RMSNorm as HF Llama computes it: statistics in float32, normalised activations cast back to
+// the input dtype before the weight multiplies them.
+struct RmsNorm : torch::nn::Module {
+  RmsNorm(int64_t dim, double eps, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  torch::Tensor weight;
+  double eps;
+};
+
+// Causal self-attention on [B, H, T, hd] heads; key/value heads are shared by groups of
+// H / KV consecutive query heads (HF repeat_kv order). Returns [B, T, H*hd].
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+// [B, T, H*hd] -> [B, H, T, hd]
+torch::Tensor split_heads(const torch::Tensor& x, int64_t heads);
+
+// Rotary embedding tables for positions [0, T): cos and sin of shape [T, head_dim] in float32,
+// each frequency repeated in both halves (HF's rotate_half layout), llama3 scaling applied.
+struct RopeTables {
+  torch::Tensor cos, sin;
+};
+RopeTables rope_tables(const ModelConfig& config, int64_t seq_len, const torch::Device& device);
+// Applies RoPE to [B, H, T, hd] in the rotate_half convention: x*cos + rotate_half(x)*sin,
+// rotate_half(x) = cat(-x2, x1) over the two halves of the head dim. This is the layout of
+// HF Llama's q_proj/k_proj weights, so HF checkpoints load unpermuted.
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
+
+// Family constructors, used by build_model().
+std::shared_ptr<CausalLM> make_gpt2(const ModelConfig& config, const torch::TensorOptions& options);
+std::shared_ptr<CausalLM> make_llama(const ModelConfig& config, const torch::TensorOptions& options);
+
+}  // namespace ddx::models::detail

@@ -1,0 +1,47 @@
+#pragma once
+// `ddx parity`: proof that every parallel strategy reproduces the single-device loss curve.
+// It runs the single-device baseline and each registered variant x world size through
+// `ddx launch` on a deterministic set-up (same initial weights, same global batches, no
+// dropout, fp32), compares every run with the baseline step by step, and reports a table,
+// report.json, JUnit XML and a loss-curve plot.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ddx::parity {
+
+struct ParityOptions {
+  std::vector<std::string> variants;  // empty: every registered variant
+  std::vector<int> world_sizes{2, 4};
+  std::string model = "debug";
+  int64_t steps = 20;
+  int64_t global_batch = 8;
+  int64_t seq_length = 32;
+  std::string dtype = "fp32";
+  uint64_t seed = 1234;
+  double lr = 3e-3;
+  double tolerance_rel = 1e-5;   // per-step relative loss difference
+  double weight_tolerance = 1e-4;  // final weights: max |a-b| / max |b|
+  std::string out_dir = "parity-out";
+  std::string golden;       // compare the baseline with this golden file
+  std::string save_golden;  // write the baseline's golden file here
+  bool determinism = true;  // run the baseline twice: parameter checksums must be identical
+  bool uneven_tokens = false;  // mask label prefixes so ranks hold different token counts
+  double run_timeout_s = 600;
+};
+
+// One way of training that must match the baseline: a strategy plus flags.
+struct Variant {
+  std::string name;          // "ddp", "ddp-accum2", "ddp-zero1", "fsdp", ...
+  std::string description;
+  std::vector<std::string> flags;  // passed to ddx train
+  int64_t grad_accum = 1;
+};
+
+// Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.
+const std::vector<Variant>& registered_variants();
+
+// Runs the suite; returns the exit code (0 only when every run is within tolerance).
+int run_parity(const ParityOptions& options);
+
+}  // namespace ddx::parity

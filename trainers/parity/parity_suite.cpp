@@ -1,0 +1,240 @@
+// The suite itself: baseline (twice, for determinism), golden check, every variant x world
+// size, comparison and reports.
+#include <nlohmann/json.hpp>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "ddx/atomic_file.h"
+#include "ddx/errors.h"
+#include "ddx/version.h"
+#include "parity/curves.h"
+#include "parity/parity.h"
+#include "parity/report.h"
+#include "parity/run_process.h"
+
+namespace ddx::parity {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunPaths {
+  std::string dir, metrics, weights, log;
+};
+
+RunPaths paths_for(const std::string& out_dir, const std::string& name) {
+  RunPaths p;
+  p.dir = out_dir + "/runs/" + name;
+  p.metrics = p.dir + "/metrics.jsonl";
+  p.weights = p.dir + "/final.safetensors";
+  p.log = p.dir + "/output.log";
+  return p;
+}
+
+// The `ddx train` command line shared by every run: same model, seed, data, schedule.
+std::vector<std::string> train_args(const ParityOptions& o, const RunPaths& p, int64_t per_rank_batch,
+                                    int64_t grad_accum) {
+  return {"train", "--model", o.model, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
+          "--lr", std::to_string(o.lr), "--warmup-steps", "0", "-s", std::to_string(o.seq_length),
+          "-b", std::to_string(per_rank_batch), "--grad-accum", std::to_string(grad_accum),
+          "--max-steps", std::to_string(o.steps), "--log-freq", "1", "--checksum-freq", "1", "--no-progress",
+          "--metrics-file", p.metrics, "--plot-file", p.dir + "/loss.svg", "--final-weights", p.weights,
+          "--save-dir", p.dir + "/save"};
+}
+
+json environment(const ParityOptions& o) {
+  return {{"ddx", ddx_version()}, {"libtorch", TORCH_VERSION}, {"backend", "gloo"}, {"dtype", o.dtype},
+          {"model", o.model}, {"seed", o.seed}, {"steps", o.steps}, {"global_batch", o.global_batch},
+          {"seq_length", o.seq_length}, {"lr", o.lr}, {"uneven_tokens", o.uneven_tokens}};
+}
+
+// Runs one training job; returns its curve (empty when it failed) and fills `report`.
+std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, const std::string& name, int world_size,
+                               const std::vector<std::string>& train_argv, const RunPaths& p, RunReport& report) {
+  fs::remove_all(p.dir);
+  fs::create_directories(p.dir);
+  std::vector<std::string> argv{ddx};
+  if (world_size > 1) {
+    argv.insert(argv.end(), {"launch", "--nproc-per-node", std::to_string(world_size), "--"});
+    argv.push_back(ddx);
+  }
+  argv.insert(argv.end(), train_argv.begin(), train_argv.end());
+  std::printf("parity: %-18s at %d rank%s ... ", name.c_str(), world_size, world_size == 1 ? " " : "s");
+  std::fflush(stdout);
+  std::map<std::string, std::string> env;
+  if (o.uneven_tokens) {
+    // A data property every run shares (see trainers/train/test_breaks.h), kept alongside any
+    // deliberate break a self-test has put in the environment.
+    const char* current = std::getenv("DDX_TEST_BREAK");
+    env["DDX_TEST_BREAK"] = std::string(current && *current ? std::string(current) + "," : "") + "uneven-tokens";
+  }
+  ProcessOutcome outcome = run_process(argv, env, p.log, o.run_timeout_s);
+  report.log_path = p.log;
+  report.seconds = outcome.seconds;
+  std::vector<StepPoint> curve;
+  if (outcome.exit_code == 0) {
+    try {
+      curve = read_curve(p.metrics);
+    } catch (const std::exception& e) {
+      report.comparison.note = e.what();
+    }
+  } else {
+    report.comparison.note = outcome.timed_out ? "timed out after " + std::to_string(o.run_timeout_s) + " s"
+                                               : "exited with " + std::to_string(outcome.exit_code);
+  }
+  std::printf("%s (%.1f s)\n", curve.empty() ? "ERROR" : "done", outcome.seconds);
+  if (curve.empty()) std::printf("%s", tail_lines(p.log, 8).c_str());
+  std::fflush(stdout);
+  return curve;
+}
+
+}  // namespace
+
+int run_parity(const ParityOptions& o) {
+  // Validate the whole matrix before running anything.
+  std::vector<Variant> variants;
+  if (o.variants.empty()) {
+    variants = registered_variants();
+  } else {
+    for (const std::string& name : o.variants) {
+      bool found = false;
+      for (const Variant& v : registered_variants()) {
+        if (v.name == name) {
+          variants.push_back(v);
+          found = true;
+        }
+      }
+      if (!found) {
+        std::string known;
+        for (const Variant& v : registered_variants()) known += (known.empty() ? "" : ", ") + v.name;
+        throw UsageError("--strategies " + name + " is not one of: " + known);
+      }
+    }
+  }
+  for (const Variant& v : variants) {
+    for (int n : o.world_sizes) {
+      if (n < 1 || o.global_batch % (n * v.grad_accum) != 0) {
+        throw UsageError("--global-batch " + std::to_string(o.global_batch) + " cannot be split over " +
+                         std::to_string(n) + " ranks x " + std::to_string(v.grad_accum) + " micro-steps (variant " +
+                         v.name + ")");
+      }
+    }
+  }
+  if (!o.golden.empty() && !fs::exists(o.golden)) throw UsageError("--golden " + o.golden + " does not exist");
+  fs::create_directories(o.out_dir);
+  const std::string ddx = self_executable();
+  const json env = environment(o);
+
+  std::vector<RunReport> reports;
+  // The baseline: one process holding everything.
+  RunReport base_report;
+  const RunPaths base_paths = paths_for(o.out_dir, "single");
+  const auto baseline = execute(ddx, o, "single", 1, train_args(o, base_paths, o.global_batch, 1), base_paths, base_report);
+  if (baseline.empty()) {
+    std::fprintf(stderr, "ddx parity: the single-device baseline failed (%s); see %s\n",
+                 base_report.comparison.note.c_str(), base_paths.log.c_str());
+    return 1;
+  }
+
+  if (o.determinism) {
+    // The same configuration twice must give bit-identical parameters at every step.
+    RunReport r;
+    r.name = "determinism";
+    r.strategy = "single";
+    const RunPaths p = paths_for(o.out_dir, "single-again");
+    r.curve = execute(ddx, o, "single (again)", 1, train_args(o, p, o.global_batch, 1), p, r);
+    r.comparison = compare_runs(baseline, r.curve, base_paths.weights, p.weights, 0.0, 0.0);
+    for (size_t i = 0; i < std::min(baseline.size(), r.curve.size()); ++i) {
+      if (baseline[i].param_checksum != r.curve[i].param_checksum) {
+        r.comparison.passed = false;
+        r.comparison.note = "parameter checksums differ at step " + std::to_string(baseline[i].step);
+        if (r.comparison.first_bad_step < 0) r.comparison.first_bad_step = baseline[i].step;
+        break;
+      }
+    }
+    r.verdict = r.curve.empty() ? "ERROR" : (r.comparison.passed ? "PASS" : "FAIL");
+    reports.push_back(r);
+  }
+
+  if (!o.golden.empty()) {
+    std::ifstream in(o.golden);
+    json golden;
+    try {
+      in >> golden;
+    } catch (const std::exception& e) {
+      throw UsageError("--golden " + o.golden + " is not a golden file: " + e.what());
+    }
+    for (const char* key : {"model", "seed", "dtype", "steps", "global_batch", "seq_length", "lr"}) {
+      if (!golden.contains("environment") || golden["environment"].value(key, json()) != env[key]) {
+        throw UsageError("--golden " + o.golden + " was recorded with " + key + "=" +
+                         golden["environment"].value(key, json()).dump() + ", this run has " + env[key].dump());
+      }
+    }
+    std::vector<StepPoint> golden_curve;
+    for (const auto& s : golden.at("steps")) {
+      StepPoint p;
+      p.step = s.at("step").get<int64_t>();
+      p.loss = s.at("loss").get<double>();
+      p.grad_norm = s.value("grad_norm", 0.0);
+      p.lr = s.value("lr", 0.0);
+      p.param_checksum = s.value("param_checksum", "");
+      golden_curve.push_back(p);
+    }
+    RunReport r;
+    r.name = "golden";
+    r.strategy = "single";
+    r.curve = baseline;
+    r.comparison = compare_runs(golden_curve, baseline, "", "", o.tolerance_rel, 1.0);
+    r.verdict = r.comparison.passed ? "PASS" : "FAIL";
+    if (!r.comparison.passed && r.comparison.note.empty()) r.comparison.note = "the baseline moved away from the golden curve";
+    reports.push_back(r);
+  }
+
+  for (const Variant& v : variants) {
+    for (int n : o.world_sizes) {
+      RunReport r;
+      r.name = v.name;
+      r.strategy = v.flags.size() >= 2 ? v.flags[1] : v.name;
+      r.world_size = n;
+      const RunPaths p = paths_for(o.out_dir, v.name + "-x" + std::to_string(n));
+      auto argv = train_args(o, p, o.global_batch / (n * v.grad_accum), v.grad_accum);
+      argv.insert(argv.end(), v.flags.begin(), v.flags.end());
+      r.curve = execute(ddx, o, v.name, n, argv, p, r);
+      if (r.curve.empty()) {
+        r.verdict = "ERROR";
+      } else {
+        r.comparison = compare_runs(baseline, r.curve, base_paths.weights, p.weights, o.tolerance_rel, o.weight_tolerance);
+        r.verdict = r.comparison.passed ? "PASS" : "FAIL";
+      }
+      reports.push_back(r);
+    }
+  }
+
+  print_table(reports, o.tolerance_rel);
+  write_report_json(o.out_dir + "/report.json", baseline, reports, o.tolerance_rel, env.dump());
+  write_junit(o.out_dir + "/junit.xml", reports, o.tolerance_rel);
+  write_parity_plot(o.out_dir + "/loss.svg", baseline, reports);
+  std::printf("parity: report %s/report.json, JUnit %s/junit.xml, plot %s/loss.svg\n", o.out_dir.c_str(),
+              o.out_dir.c_str(), o.out_dir.c_str());
+
+  if (!o.save_golden.empty()) {
+    json steps = json::array();
+    for (const auto& p : baseline) {
+      steps.push_back({{"step", p.step}, {"loss", p.loss}, {"grad_norm", p.grad_norm}, {"lr", p.lr},
+                       {"param_checksum", p.param_checksum}});
+    }
+    write_file_atomically(o.save_golden, json({{"format", "ddx-parity-golden"}, {"environment", env}, {"steps", steps}}).dump(2) + "\n");
+    std::printf("parity: golden curve written to %s\n", o.save_golden.c_str());
+  }
+  for (const RunReport& r : reports) {
+    if (r.verdict != "PASS") return 1;
+  }
+  return 0;
+}
+
+}  // namespace ddx::parity

@@ -1,0 +1,21 @@
+// The variants `ddx parity` checks against the single-device baseline. A new strategy joins the
+// suite with one entry here (and its registration in the trainer's strategy registry).
+#include "parity/parity.h"
+
+namespace ddx::parity {
+
+const std::vector<Variant>& registered_variants() {
+  static const std::vector<Variant> variants = {
+      {"ddp", "data parallel, bucketed all-reduce overlapped with backward",
+       {"--strategy", "ddp", "--bucket-cap-mb", "0.05", "--first-bucket-mb", "0.01"}, 1},
+      {"ddp-accum2", "data parallel with 2 accumulation micro-steps (no_sync on the first)",
+       {"--strategy", "ddp"}, 2},
+      {"ddp-zero1", "data parallel with the optimizer state sharded (ZeRO-1)",
+       {"--strategy", "ddp", "--zero1"}, 1},
+      {"ddp-bucket-view", "data parallel with .grad aliasing the buckets",
+       {"--strategy", "ddp", "--grad-as-bucket-view"}, 1},
+  };
+  return variants;
+}
+
+}  // namespace ddx::parity

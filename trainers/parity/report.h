@@ -1,0 +1,28 @@
+#pragma once
+// The suite's outputs: the table on stdout, report.json, JUnit XML, and the loss-curve plot.
+#include <string>
+#include <vector>
+
+#include "parity/curves.h"
+
+namespace ddx::parity {
+
+struct RunReport {
+  std::string name;      // "ddp", "determinism", "golden", ...
+  std::string strategy;  // the variant's strategy name (for the JSON's "strategy")
+  int world_size = 1;
+  std::string verdict;   // PASS | FAIL | ERROR
+  Comparison comparison;
+  std::vector<StepPoint> curve;
+  std::string log_path;
+  double seconds = 0;
+};
+
+void print_table(const std::vector<RunReport>& runs, double tolerance_rel);
+void write_report_json(const std::string& path, const std::vector<StepPoint>& baseline,
+                       const std::vector<RunReport>& runs, double tolerance_rel, const std::string& environment_json);
+void write_junit(const std::string& path, const std::vector<RunReport>& runs, double tolerance_rel);
+void write_parity_plot(const std::string& path, const std::vector<StepPoint>& baseline,
+                       const std::vector<RunReport>& runs);
+
+}  // namespace ddx::parity

@@ -1,0 +1,44 @@
+#pragma once
+// AdamW with decoupled weight decay, on named tensors. ddx owns its optimizer (rather than
+// torch::optim::AdamW) because every strategy updates something different — full parameters,
+// a rank's subset (ZeRO-1), flat shards (FSDP) — and because checkpoints must key state by
+// parameter name. The math is element-wise and follows torch.optim.AdamW's single-tensor path
+// operation by operation, so a shard's update is bit-identical to the same slice of the full one.
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ddx::train {
+
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+struct AdamWState {
+  int64_t step = 0;
+  torch::Tensor exp_avg;
+  torch::Tensor exp_avg_sq;
+};
+
+class AdamW {
+ public:
+  explicit AdamW(AdamWConfig config) : config_(config) {}
+
+  // One update of `param` from `grad` (same shape), creating the state on first use.
+  void update(const std::string& name, torch::Tensor& param, const torch::Tensor& grad, double lr);
+
+  std::map<std::string, AdamWState>& state() { return state_; }
+  const std::map<std::string, AdamWState>& state() const { return state_; }
+  const AdamWConfig& config() const { return config_; }
+
+ private:
+  AdamWConfig config_;
+  std::map<std::string, AdamWState> state_;
+};
+
+}  // namespace ddx::train

@@ -1,0 +1,45 @@
+#pragma once
+// Checkpoints of a run: <experiment>/checkpoints/step_<N>/ holding the strategy's files
+// (model.safetensors, optimizer.safetensors, or shards) and trainer_state.json (step, data
+// position, RNG, the configuration that must match on resume, and a checksum of every file).
+// A checkpoint folder is written under a temporary name and renamed when complete, so a crash
+// never leaves a half-written checkpoint that looks valid; the last K are kept.
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddx::train {
+
+struct TrainerState {
+  int64_t step = 0;               // optimizer steps completed
+  int64_t epoch = 0;
+  int64_t step_in_epoch = 0;
+  std::string rng_state;          // torch default CPU generator state, hex
+  nlohmann::json config;          // what must match on resume (model hash, seq length, ...)
+};
+
+class CheckpointDir {
+ public:
+  explicit CheckpointDir(std::string experiment_dir);
+
+  // Folder for a new checkpoint at `step`: "<...>/step_<N>.tmp". Rank 0 creates it.
+  std::string staging_folder(int64_t step) const;
+  // Rank 0, after every rank has written its files into the staging folder: writes
+  // trainer_state.json with checksums of every file, renames the folder into place, prunes to
+  // `keep` checkpoints. Returns the final folder.
+  std::string commit(int64_t step, const TrainerState& state, int keep) const;
+
+  // The newest complete checkpoint, if any.
+  std::optional<std::string> latest() const;
+  // Reads and verifies a checkpoint: trainer_state.json parses, every listed file exists
+  // with its checksum, and `expected_config` equals the stored one field by field. Throws
+  // UsageError naming the checkpoint and the mismatch.
+  TrainerState verify(const std::string& folder, const nlohmann::json& expected_config) const;
+
+ private:
+  std::string root_;  // <experiment>/checkpoints
+};
+
+}  // namespace ddx::train

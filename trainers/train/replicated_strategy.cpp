@@ -1,0 +1,110 @@
+#include "train/replicated_strategy.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "models/hf_checkpoint.h"
+#include "train/phase_timer.h"
+
+namespace ddx::train {
+
+void ReplicatedStrategy::setup(const StrategyContext& c) {
+  world_ = &c.world;
+  device_ = c.device;
+  model_ = models::build_model(c.model, c.options.seed, c.device, c.dtype);
+  if (!c.options.init_from.empty()) models::load_hf_weights(*model_, c.options.init_from);
+  for (auto& item : model_->named_parameters()) parameters_.emplace_back(item.key(), item.value());
+  AdamWConfig config;
+  config.weight_decay = c.options.weight_decay;
+  optimizer_ = std::make_unique<AdamW>(config);
+}
+
+double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss_scale, bool,
+                                            PhaseTimes& times) {
+  models::LossSum loss;
+  {
+    PhaseTimer t(times.forward, device_);
+    torch::Tensor logits = model_->forward(batch.inputs);
+    loss = models::causal_lm_loss_sum(logits, batch.labels);
+  }
+  {
+    PhaseTimer t(times.backward, device_);
+    (loss.sum * loss_scale).backward();
+  }
+  return loss.sum.item<double>();
+}
+
+double ReplicatedStrategy::local_grad_norm_sq() const {
+  double total = 0;
+  for (const auto& [name, p] : parameters_) {
+    if (p.grad().defined()) total += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+  }
+  return total;
+}
+
+void ReplicatedStrategy::zero_gradients() {
+  for (auto& [name, p] : parameters_) {
+    if (p.grad().defined()) p.mutable_grad() = torch::Tensor();
+  }
+}
+
+void ReplicatedStrategy::apply_updates(double lr) {
+  for (auto& [name, p] : parameters_) {
+    if (!p.grad().defined()) continue;
+    torch::Tensor param = p.detach();
+    optimizer_->update(name, param, p.grad(), lr);
+  }
+}
+
+double ReplicatedStrategy::optimizer_step(double lr, double max_grad_norm) {
+  const double norm = std::sqrt(local_grad_norm_sq());
+  if (max_grad_norm > 0) {
+    // torch.nn.utils.clip_grad_norm_'s rule: scale by max/(norm + 1e-6) when that is < 1.
+    const double coef = max_grad_norm / (norm + 1e-6);
+    if (coef < 1.0) {
+      torch::NoGradGuard no_grad;
+      for (auto& [name, p] : parameters_) {
+        if (p.grad().defined()) p.mutable_grad().mul_(coef);
+      }
+    }
+  }
+  apply_updates(lr);
+  zero_gradients();
+  return norm;
+}
+
+NamedTensors ReplicatedStrategy::full_parameters() {
+  NamedTensors out;
+  for (const auto& [name, p] : parameters_) out.emplace_back(name, p.detach().to(torch::kCPU, torch::kFloat32).clone());
+  return out;
+}
+
+void ReplicatedStrategy::save_state(const std::string& dir) {
+  if (writes_checkpoint()) {
+    write_model_file(dir + "/model.safetensors", parameters_);
+    write_optimizer_file(dir + "/optimizer.safetensors", optimizer_->state());
+  }
+  checkpoint_barrier();
+}
+
+void ReplicatedStrategy::load_state(const std::string& dir) {
+  NamedTensors targets;
+  for (auto& [name, p] : parameters_) targets.emplace_back(name, p.detach());
+  read_model_file(dir + "/model.safetensors", targets);
+  optimizer_->state() = read_optimizer_file(dir + "/optimizer.safetensors", targets, device_);
+}
+
+MemoryAccounting ReplicatedStrategy::memory() const {
+  MemoryAccounting m;
+  for (const auto& [name, p] : parameters_) {
+    const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
+    m.parameter_bytes += bytes;
+    m.gradient_bytes += bytes;
+  }
+  for (const auto& [name, s] : optimizer_->state()) {
+    m.optimizer_bytes += 2 * s.exp_avg.numel() * static_cast<int64_t>(s.exp_avg.element_size());
+  }
+  return m;
+}
+
+}  // namespace ddx::train

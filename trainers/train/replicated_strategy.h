@@ -1,0 +1,50 @@
+#pragma once
+// Every rank holds the whole model and the optimizer state for all of it: the single-device
+// trainer, and the base of data parallelism (which adds gradient communication).
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/adamw.h"
+#include "train/state_files.h"
+#include "train/strategy.h"
+
+namespace ddx::train {
+
+class ReplicatedStrategy : public Strategy {
+ public:
+  void setup(const StrategyContext& context) override;
+  int dp_rank() const override { return 0; }
+  int dp_size() const override { return 1; }
+  Group* dp_group() override { return nullptr; }
+  double forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro,
+                          PhaseTimes& times) override;
+  double finish_gradients() override { return 0.0; }
+  double optimizer_step(double lr, double max_grad_norm) override;
+  NamedTensors full_parameters() override;
+  void save_state(const std::string& dir) override;
+  void load_state(const std::string& dir) override;
+  MemoryAccounting memory() const override;
+
+ protected:
+  // The update itself, after clipping; ZeRO-1 overrides it to update only its partition.
+  virtual void apply_updates(double lr);
+  // Global squared gradient norm contribution of this rank (all parameters here).
+  double local_grad_norm_sq() const;
+  virtual void zero_gradients();
+
+  // Checkpoint writer rank: 0 of the world (the dp group's rank 0 for DP strategies).
+  virtual bool writes_checkpoint() const { return true; }
+  // Barrier around checkpoint files so no rank reads a half-written one.
+  virtual void checkpoint_barrier() {}
+
+  std::shared_ptr<models::CausalLM> model_;
+  NamedTensors parameters_;  // named_parameters() in module order
+  std::unique_ptr<AdamW> optimizer_;
+  torch::Device device_ = torch::kCPU;
+  World* world_ = nullptr;
+};
+
+}  // namespace ddx::train

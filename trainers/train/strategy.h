@@ -1,0 +1,93 @@
+#pragma once
+// A parallel strategy: how a training step's model, gradients and optimizer state are laid out
+// over the ranks. The trainer's loop (data, loss normalisation, schedule, metrics, checkpoints)
+// is one code path; strategies only answer the questions below. Adding one (TP, 2D, PP) is a
+// class plus one line in strategy_registry.cpp.
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ddx/process_group.h"
+#include "models/causal_lm.h"
+#include "train/train_options.h"
+
+namespace ddx::train {
+
+struct MicroBatch {
+  torch::Tensor inputs;  // [b, T] int64 on the training device
+  torch::Tensor labels;  // [b, T] int64, -100 = ignored
+};
+
+// Seconds spent per phase in the current step; strategies add forward/backward themselves.
+struct PhaseTimes {
+  double data = 0, forward = 0, backward = 0, update = 0, comm_wait = 0;
+};
+
+struct StrategyContext {
+  const TrainOptions& options;
+  const models::ModelConfig& model;
+  World& world;
+  torch::Device device;
+  torch::Dtype dtype;
+};
+
+// Per-rank bytes of model state, for the metrics (FSDP fills in the unsharded peak).
+struct MemoryAccounting {
+  int64_t parameter_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t optimizer_bytes = 0;
+  int64_t unsharded_peak_bytes = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+
+  // Builds this rank's part of the model; every layout holds exactly the single-device
+  // weights (layout-independent init, or pretrained weights when options.init_from is set).
+  virtual void setup(const StrategyContext& context) = 0;
+
+  // Which slice of each global batch this rank reads, and the group over which token counts
+  // and losses are summed (nullptr: single process).
+  virtual int dp_rank() const = 0;
+  virtual int dp_size() const = 0;
+  virtual Group* dp_group() = 0;
+
+  // Forward and backward of one micro-batch with the summed token loss multiplied by
+  // `loss_scale` (1 / global target tokens of the step). Gradients accumulate. When
+  // `last_micro` is false no gradient communication happens (no_sync). Returns the local,
+  // unscaled loss sum.
+  virtual double forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro,
+                                  PhaseTimes& times) = 0;
+
+  // Completes outstanding gradient communication; returns seconds spent waiting for it.
+  virtual double finish_gradients() = 0;
+
+  // Global gradient norm (before clipping), clipping when max_grad_norm > 0, the optimizer
+  // update at `lr`, and zeroing of gradients. Returns the norm.
+  virtual double optimizer_step(double lr, double max_grad_norm) = 0;
+
+  // Full parameters by name, float32 on CPU, on every rank (sharded strategies gather).
+  virtual std::vector<std::pair<std::string, torch::Tensor>> full_parameters() = 0;
+
+  // Checkpoint contents (collective: every rank calls them). `dir` exists on every rank's
+  // filesystem view; strategies decide which rank writes what.
+  virtual void save_state(const std::string& dir) = 0;
+  virtual void load_state(const std::string& dir) = 0;
+
+  virtual MemoryAccounting memory() const = 0;
+
+  // Strategy-specific numbers of the last step for the metrics record (e.g. DDP's buckets
+  // launched during backward).
+  virtual std::map<std::string, double> step_stats() const { return {}; }
+};
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// "single, ddp, ..." for help texts and errors.
+std::string strategy_names();
+
+}  // namespace ddx::train

@@ -1,0 +1,43 @@
+// The strategies `--strategy` can name. Adding one is a class and one line here.
+#include <functional>
+#include <map>
+
+#include "ddx/errors.h"
+#include "train/ddp_strategy.h"
+#include "train/replicated_strategy.h"
+
+namespace ddx::train {
+namespace {
+
+struct Entry {
+  const char* description;
+  std::function<std::unique_ptr<Strategy>()> make;
+};
+
+const std::map<std::string, Entry>& registry() {
+  static const std::map<std::string, Entry> entries = {
+      {"single", {"one rank holds everything (the baseline every strategy is checked against)",
+                  [] { return std::make_unique<ReplicatedStrategy>(); }}},
+      {"ddp", {"data parallel: bucketed all-reduce overlapped with backward (--zero1 shards the optimizer)",
+               [] { return std::make_unique<DdpStrategy>(); }}},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    throw UsageError("--strategy " + name + " is not one of: " + strategy_names());
+  }
+  return it->second.make();
+}
+
+std::string strategy_names() {
+  std::string out;
+  for (const auto& [name, entry] : registry()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace ddx::train

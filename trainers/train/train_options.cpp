@@ -1,0 +1,81 @@
+#include "train/train_options.h"
+
+#include "ddx/errors.h"
+#include "train/strategy.h"
+
+namespace ddx::train {
+
+void add_train_flags(CLI::App& cmd, TrainOptions& o) {
+  cmd.add_option("-e,--experiment-name", o.experiment_name,
+                 "Name of the run: checkpoints go to <save-dir>/<name> and re-running resumes");
+  cmd.add_option("-d,--dataset", o.dataset,
+                 "Alpaca/text JSONL, text file, folder, or builtin:default (generated corpus)")
+      ->capture_default_str();
+  cmd.add_option("--tokenizer", o.tokenizer, "byte, or a Hugging Face tokenizer.json")->capture_default_str();
+  cmd.add_option("-m,--model", o.model,
+                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama), "
+                 "a config.json or a folder holding one")
+      ->capture_default_str();
+  cmd.add_option("--init-from", o.init_from, "Start from pretrained safetensors weights (file, index or folder)");
+  cmd.add_option("--save-dir", o.save_dir, "Folder for experiments")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "Seed of initialisation and data order")->capture_default_str();
+  cmd.add_option("--num-epochs", o.num_epochs, "Epochs to run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--max-steps", o.max_steps, "Stop after this many optimizer steps (0: run the epochs out)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--lr", o.lr, "Peak learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  cmd.add_option("-b,--batch-size", o.batch_size, "Sequences per data-parallel rank and micro-step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  cmd.add_option("-s,--seq-length", o.seq_length, "Tokens per sequence")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
+  cmd.add_option("--grad-accum", o.grad_accum, "Micro-steps per optimizer step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  cmd.add_option("--log-freq", o.log_freq, "Steps between logged metrics")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--ckpt-freq", o.ckpt_freq, "Steps between checkpoints (with -e)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints kept (oldest removed)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
+  cmd.add_option("--dtype", o.dtype, "fp32, or bf16 (pure bf16 weights; for GPUs)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  cmd.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
+  cmd.add_option("--warmup-steps", o.warmup_steps, "Linear warmup steps")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--lr-decay-steps", o.lr_decay_steps, "Cosine decay to lr*0.01 over this many steps after warmup")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd.add_option("--max-grad-norm", o.max_grad_norm, "Clip the global gradient norm (0: off)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  cmd.add_option("--strategy", o.strategy, "Parallel strategy: " + strategy_names())->capture_default_str();
+  cmd.add_option("--metrics-file", o.metrics_file, "JSONL metrics (default: in the experiment folder)");
+  cmd.add_option("--plot-file", o.plot_file, "Loss-curve SVG written at the end (default: next to the metrics)");
+  cmd.add_flag("!--no-progress", o.progress, "No progress bar");
+  cmd.add_option("--collective-timeout", o.collective_timeout_s, "Seconds before a collective gives up")
+      ->check(CLI::Range(0.1, 86400.0))->capture_default_str();
+  auto* hangs = "Hangs (docs/hangs.md)";
+  cmd.add_option("--trace-dir", o.trace_dir, "Flight-recorder dumps on a hang (default: <run folder>/traces)")->group(hangs);
+  cmd.add_option("--on-timeout", o.on_timeout, "What a collective timeout does after dumping")
+      ->check(CLI::IsMember({"abort", "dump", "wait"}))->capture_default_str()->group(hangs);
+  cmd.add_flag("--check-collectives", o.check_collectives,
+               "Compare every collective's op, dtype, shape and sequence across ranks before it runs")->group(hangs);
+  cmd.add_option("--checksum-freq", o.checksum_freq,
+                 "Record a checksum of the full parameters every N steps (0: only at the end)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
+  cmd.add_option("--final-weights", o.final_weights, "Write the final full parameters to this safetensors file");
+  auto* ddp = "Data parallel (ddp)";
+  cmd.add_flag("--verify-init", o.verify_init, "Check that every rank built identical weights (checksum) instead of broadcasting rank 0's")->group(ddp);
+  cmd.add_option("--bucket-cap-mb", o.bucket_cap_mb, "Gradient bucket size")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);
+  cmd.add_option("--first-bucket-mb", o.first_bucket_mb, "Size of the first (last-layer) bucket")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);
+  cmd.add_flag("--grad-as-bucket-view", o.grad_as_bucket_view, "Gradients alias the buckets (no copy)")->group(ddp);
+  cmd.add_flag("--zero1", o.zero1, "Shard optimizer state across data-parallel ranks (ZeRO-1)")->group(ddp);
+}
+
+void validate(const TrainOptions& o) {
+  if (o.model.empty()) throw UsageError("--model is empty");
+  if (o.dataset.empty()) throw UsageError("--dataset is empty");
+  if (!o.experiment_name.empty() && o.experiment_name.find('/') != std::string::npos) {
+    throw UsageError("--experiment-name '" + o.experiment_name + "' must not contain '/'");
+  }
+}
+
+}  // namespace ddx::train

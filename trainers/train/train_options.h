@@ -1,0 +1,62 @@
+#pragma once
+// Everything `ddx train` can be told. Flags are the guide's (chapter 1) plus what a serious
+// trainer needs; the same options drive every parallel strategy.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace ddx::train {
+
+struct TrainOptions {
+  std::string experiment_name;    // -e: checkpoints and resume only when set
+  std::string dataset = "builtin:default";
+  std::string tokenizer = "byte"; // "byte" or a tokenizer.json
+  std::string model = "debug";    // preset, config.json or a folder holding one
+  std::string init_from;          // pretrained safetensors (file, index or folder)
+  std::string save_dir = "outputs";
+  uint64_t seed = 0;
+  int64_t num_epochs = 100;
+  int64_t max_steps = 0;          // 0: run the epochs out
+  double lr = 3e-5;
+  int64_t batch_size = 1;         // per data-parallel rank and micro-step (the guide's -b)
+  int64_t seq_length = 128;
+  int64_t grad_accum = 1;
+  int64_t log_freq = 10;
+  int64_t ckpt_freq = 500;
+  int64_t keep_checkpoints = 3;
+  std::string dtype = "fp32";     // fp32 | bf16 (pure bf16 weights, as the guide does on GPU)
+  std::string device = "auto";    // auto | cpu | cuda
+  int64_t warmup_steps = 0;
+  int64_t lr_decay_steps = 1000;  // cosine to lr*0.01 over this many steps (the guide's T_max)
+  double weight_decay = 0.0;
+  double max_grad_norm = 0.0;     // 0: no clipping
+  std::string strategy = "single";
+  std::string metrics_file;       // default: <experiment dir>/metrics.jsonl or <save-dir>/metrics.jsonl
+  std::string plot_file;          // default: next to the metrics file, loss.svg
+  bool progress = true;           // progress bar when stderr is a terminal
+  double collective_timeout_s = 300;
+  std::string trace_dir;          // flight-recorder dumps (default: <run folder>/traces)
+  std::string on_timeout = "abort";  // abort | dump | wait
+  bool check_collectives = false; // compare op fingerprints across ranks before each collective
+  bool verify_init = false;       // DDP: compare parameter checksums instead of broadcasting
+  int64_t checksum_freq = 0;      // parameter checksum in the metrics every N steps (0: at the end)
+  std::string final_weights;      // write the full final parameters here (safetensors, ddx names)
+
+  // Strategy-specific knobs (read by the strategies that use them).
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  bool grad_as_bucket_view = false;
+  bool zero1 = false;
+
+  // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
+  int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }
+};
+
+// Adds every flag to `cmd`, bound to `options`.
+void add_train_flags(CLI::App& cmd, TrainOptions& options);
+
+// Cross-field checks CLI11 cannot express; throws UsageError naming the flag.
+void validate(const TrainOptions& options);
+
+}  // namespace ddx::train
