@@ -129,6 +129,16 @@ TEST(ProcessGroups, ShutdownWithPendingOpDoesNotBlock) {
   EXPECT_NE(r.output.find("shutdown with a pending op took"), std::string::npos) << r.output;
 }
 
+// Layer-level parity in fp64 (bucketed all-reduce; sharded all-gather and reduce-scatter)
+// against the unsharded computation, with the collectives counted, at 2 and 4 ranks.
+TEST(LayerParity, BucketsAndShardsMatchUnshardedFp64) {
+  for (int ranks : {2, 4}) {
+    RunResult r = run_cmd("layer" + std::to_string(ranks), launch(ranks, {DDX_PG_WORKER, "layer-parity"}));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("PASS layer-parity rank " + std::to_string(ranks - 1)), std::string::npos) << r.output;
+  }
+}
+
 // The same binary under MPICH's mpiexec: rendezvous over MPI, then the selfcheck.
 TEST(Rendezvous, MpiexecRunsSelfcheck) {
   RunResult r = run_cmd("mpiexec", {"/usr/bin/mpiexec.hydra", "-n", "2", DDX_BIN, "probe", "selfcheck",

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "ddx/log.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
+#include "train/grad_buckets.h"
 
 using namespace ddx;
 
@@ -159,6 +161,82 @@ void shutdown_pending(World& world) {
   std::_Exit(0);
 }
 
+// Layer-level parity in fp64: DDP's bucketed all-reduce and FSDP-style sharded all-gather /
+// reduce-scatter against the unsharded computation, exactly, with the number of collectives
+// of each kind counted through the collective layer's records.
+class OpCounter : public OpObserver {
+ public:
+  void on_enqueue(const OpRecord& r) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++counts[to_string(r.op)];
+  }
+  std::mutex mutex;
+  std::map<std::string, int> counts;
+};
+
+// Rank r's gradient of parameter p: small integers, so fp64 sums are exact.
+torch::Tensor rank_gradient(int rank, int p, const std::vector<int64_t>& shape) {
+  auto n = 1;
+  for (auto d : shape) n *= static_cast<int>(d);
+  return ((torch::arange(n, torch::kFloat64) * (p + 3) + rank * 7).remainder(17) - 8).view(shape);
+}
+
+void layer_parity(World& world) {
+  Group& g = world.world();
+  const int W = world.size();
+  const std::vector<std::vector<int64_t>> shapes = {{7, 3}, {5}, {11, 2}, {4, 4}, {9}, {13, 5}};
+  std::vector<torch::Tensor> params;
+  for (const auto& s : shapes) params.push_back(torch::zeros(s, torch::kFloat64));
+  std::vector<int> order;
+  for (int i = static_cast<int>(params.size()) - 1; i >= 0; --i) order.push_back(i);
+  // Tiny caps so several buckets form: 64 bytes first, then 256.
+  auto buckets = ddx::train::assign_buckets(params, order, 64, 256);
+  expect(buckets.size() >= 3, "several buckets, got " + std::to_string(buckets.size()));
+
+  OpCounter counter;
+  add_op_observer(&counter);
+  std::vector<Work> works;
+  for (auto& b : buckets) {
+    for (const auto& slot : b.slots) {
+      b.flat.narrow(0, slot.offset, slot.numel).copy_(rank_gradient(world.rank(), slot.param, shapes[slot.param]).view({-1}));
+    }
+    works.push_back(all_reduce(g, b.flat, ReduceOp::Sum));
+  }
+  for (auto& w : works) w.wait();
+  for (const auto& b : buckets) {
+    for (const auto& slot : b.slots) {
+      auto expected = torch::zeros(shapes[slot.param], torch::kFloat64);
+      for (int r = 0; r < W; ++r) expected += rank_gradient(r, slot.param, shapes[slot.param]);
+      auto got = b.flat.narrow(0, slot.offset, slot.numel).view(shapes[slot.param]);
+      expect(torch::equal(got, expected), "bucketed all-reduce of parameter " + std::to_string(slot.param));
+    }
+  }
+
+  // Sharding a parameter of 23 elements (padded to a multiple of W) and putting it back.
+  const int64_t numel = 23, shard = (numel + W - 1) / W;
+  auto full = torch::arange(numel, torch::kFloat64) * 0.5;
+  auto padded = torch::zeros({shard * W}, torch::kFloat64);
+  padded.narrow(0, 0, numel).copy_(full);
+  auto mine = padded.narrow(0, world.rank() * shard, shard).clone();
+  auto gathered = torch::zeros({shard * W}, torch::kFloat64);
+  all_gather(g, gathered, mine).wait();
+  expect(torch::equal(gathered.narrow(0, 0, numel), full), "all-gather of shards rebuilds the parameter");
+  // Every rank's full gradient, reduce-scattered: my shard of their sum.
+  auto grad = torch::zeros({shard * W}, torch::kFloat64);
+  grad.narrow(0, 0, numel).copy_(rank_gradient(world.rank(), 99, {numel}));
+  auto grad_shard = torch::zeros({shard}, torch::kFloat64);
+  reduce_scatter(g, grad_shard, grad, ReduceOp::Sum).wait();
+  auto sum = torch::zeros({shard * W}, torch::kFloat64);
+  for (int r = 0; r < W; ++r) sum.narrow(0, 0, numel) += rank_gradient(r, 99, {numel});
+  expect(torch::equal(grad_shard, sum.narrow(0, world.rank() * shard, shard)), "reduce-scatter gives my shard of the sum");
+  remove_op_observer(&counter);
+
+  std::lock_guard<std::mutex> lock(counter.mutex);
+  expect(counter.counts["all_reduce"] == static_cast<int>(buckets.size()), "one all-reduce per bucket");
+  expect(counter.counts["all_gather"] == 1 && counter.counts["reduce_scatter"] == 1, "one all-gather, one reduce-scatter");
+  expect(counter.counts.size() == 3, "no other collectives");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +255,7 @@ int main(int argc, char** argv) {
   else if (scenario == "records") records(*world);
   else if (scenario == "timeout") timeout(*world);
   else if (scenario == "shutdown-pending") shutdown_pending(*world);
+  else if (scenario == "layer-parity") layer_parity(*world);
   else throw std::runtime_error("unknown scenario " + scenario);
   world->shutdown();
   std::printf("PASS %s rank %d\n", scenario.c_str(), info.rank);
