@@ -57,7 +57,7 @@ def load_config(path):
 
 def train_step(model, optimizer, tokens, labels):
     logits = model(tokens)
-    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), labels.view(-1), reduction="sum") / labels.numel()
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum") / labels.numel()
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

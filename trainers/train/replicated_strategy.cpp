@@ -35,9 +35,13 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
 }
 
 double ReplicatedStrategy::local_grad_norm_sq() const {
+  // One pass per tensor, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms);
+  // computed in float32 even for bf16 gradients.
   double total = 0;
   for (const auto& [name, p] : parameters_) {
-    if (p.grad().defined()) total += p.grad().to(torch::kFloat64).pow(2).sum().item<double>();
+    if (!p.grad().defined()) continue;
+    const double n = torch::linalg_vector_norm(p.grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
+    total += n * n;
   }
   return total;
 }
