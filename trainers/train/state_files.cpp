@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "ddx/text.h"
 #include "ddx/errors.h"
 #include "models/safetensors.h"
 
@@ -10,11 +11,6 @@ namespace {
 
 torch::Tensor to_cpu_contiguous(const torch::Tensor& t) { return t.detach().to(torch::kCPU).contiguous(); }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 }  // namespace
 

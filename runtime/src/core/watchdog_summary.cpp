@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ddx/text.h"
 #include "ddx/watchdog.h"
 
 namespace ddx {
@@ -13,20 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? "," : "") << ranks[i];
-  return out.str();
-}
 
 std::string seconds_text(int64_t ms) {
   std::ostringstream out;
@@ -102,7 +90,7 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
   const uint64_t front = positions.begin()->first.enqueued;
   bool first = true;
   for (const auto& [p, ranks] : positions) {
-    out << (first ? "" : "; ") << rank_list(ranks) << " at #" << p.enqueued;
+    out << (first ? "" : "; ") << ranks_text(ranks) << " at #" << p.enqueued;
     if (p.in_flight) {
       out << " (in flight)";
     } else if (p.unfinished) {
@@ -113,7 +101,7 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     if (p.enqueued < front) out << " <- behind";
     first = false;
   }
-  if (!silent.empty()) out << "; " << rank_list(silent) << ": no heartbeat";
+  if (!silent.empty()) out << "; " << ranks_text(silent) << ": no heartbeat";
   return out.str();
 }
 
