@@ -18,30 +18,11 @@
 namespace ddx::testing {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-std::string scratch(const std::string& tag) {
-  std::string dir = std::string(DDX_BINARY_DIR) + "/test-scratch/bandwidth-" + tag + "-" + std::to_string(::getpid());
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot create " + dir);
-  return dir;
-}
+std::string scratch(const std::string& tag) { return scratch_dir("bandwidth", tag); }
 
 RunResult run_cmd(const std::string& dir, std::vector<std::string> argv, std::map<std::string, std::string> env = {},
                   int timeout_s = 120) {
-  ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
-  auto status = child.wait(std::chrono::seconds(timeout_s));
-  RunResult r;
-  r.output = child.output();
-  if (!status) {
-    r.output += "\n[test] TIMED OUT after " + std::to_string(timeout_s) + " s";
-  } else if (WIFEXITED(*status)) {
-    r.exit_code = WEXITSTATUS(*status);
-  }
-  return r;
+  return run_in(dir, std::move(argv), std::move(env), timeout_s);
 }
 
 std::vector<std::string> under_launch(int ranks, std::vector<std::string> args) {

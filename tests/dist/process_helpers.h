@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,5 +123,34 @@ class ChildProcess {
   bool reaped_ = false;
   std::string output_path_;
 };
+
+// A command's exit code (-1 when it was killed or timed out) and merged output.
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// A fresh, empty folder under the build tree: <build>/test-scratch/<prefix>-<tag>-<pid>.
+inline std::string scratch_dir(const std::string& prefix, const std::string& tag) {
+  std::string dir = std::string(DDX_BINARY_DIR) + "/test-scratch/" + prefix + "-" + tag + "-" + std::to_string(::getpid());
+  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot create " + dir);
+  return dir;
+}
+
+// Runs `argv` to completion (killing its process group after `timeout_s`), output in `dir`.
+inline RunResult run_in(const std::string& dir, std::vector<std::string> argv,
+                        std::map<std::string, std::string> env = {}, int timeout_s = 120) {
+  ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
+  auto status = child.wait(std::chrono::seconds(timeout_s));
+  RunResult r;
+  r.output = child.output();
+  if (!status) {
+    r.output += "\n[test] TIMED OUT after " + std::to_string(timeout_s) + " s";
+  } else if (WIFEXITED(*status)) {
+    r.exit_code = WEXITSTATUS(*status);
+  }
+  return r;
+}
 
 }  // namespace ddx::testing
