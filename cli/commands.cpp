@@ -10,6 +10,7 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
 #ifdef DDX_WITH_TORCH
   commands.push_back(add_train_command(app));
   commands.push_back(add_parity_command(app));
+  commands.push_back(add_checkpoint_command(app));
   CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, ...");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));

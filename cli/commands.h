@@ -23,6 +23,7 @@ Subcommand add_hang_command(CLI::App& probe);       // probes/hang/hang_command.
 Subcommand add_bandwidth_command(CLI::App& probe);  // probes/bandwidth/torch/bandwidth_command.cpp
 Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
 Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_command.cpp
+Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
 #endif
 
 }  // namespace ddx::cli

@@ -69,6 +69,24 @@ int pick_free_port() {
   return ntohs(addr.sin_port);
 }
 
+int listen_on_free_port(int& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 1024) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot listen on a free port: ") + std::strerror(err));
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
 void validate(LaunchOptions& o) {
   if (o.nproc_per_node < 1) throw UsageError("ddx launch: --nproc-per-node must be at least 1");
   if (o.nnodes < 1) throw UsageError("ddx launch: --nnodes must be at least 1");
@@ -97,7 +115,7 @@ void validate(LaunchOptions& o) {
   // Workers get paths under it (TORCHELASTIC_ERROR_FILE); one that changes directory must
   // still write to the right place.
   if (!o.log_dir.empty()) o.log_dir = std::filesystem::absolute(o.log_dir).lexically_normal().string();
-  if (o.master_port == 0) o.master_port = pick_free_port();
+  if (o.master_port == 0) o.store_listen_fd = listen_on_free_port(o.master_port);
   if (o.run_id.empty()) o.run_id = generated_run_id();
 }
 

@@ -18,6 +18,10 @@ struct LaunchOptions {
   double grace_period_s = 5.0;  // SIGTERM -> SIGKILL
   std::string run_id;           // empty: generated
   std::vector<std::string> command;  // command[0] resolved to an absolute path by validate()
+  // With a port picked here: the socket already bound and listening on it, handed to rank 0
+  // (DDX_STORE_LISTEN_FD) so its TCPStore serves on it. Nobody can take the port in between,
+  // which matters when several jobs start at once (tests under ctest -j). -1: none.
+  int store_listen_fd = -1;
 };
 
 // Checks ranges and the command and fills in derived values (free port, run id, absolute
@@ -30,5 +34,8 @@ std::string resolve_executable(const std::string& name);
 // A TCP port that was free a moment ago (bind to port 0 and read it back). Another process can
 // take it before the workers bind it; torchrun --standalone has the same race.
 int pick_free_port();
+
+// A socket bound to a free port and listening (close-on-exec); returns the fd and sets `port`.
+int listen_on_free_port(int& port);
 
 }  // namespace ddx::launcher

@@ -31,6 +31,8 @@ EnvMap worker_env(const EnvMap& launcher_env, const LaunchOptions& o, const Work
   set("TORCHELASTIC_RUN_ID", o.run_id);
   set("TORCHELASTIC_ERROR_FILE", slot.error_file);
   set("DDX_LAUNCH", "1");
+  env.erase("DDX_STORE_LISTEN_FD");
+  if (slot.rank == 0 && o.store_listen_fd >= 0) set_int("DDX_STORE_LISTEN_FD", o.store_listen_fd);
   if (should_default_omp_threads(launcher_env)) set("OMP_NUM_THREADS", "1");
   return env;
 }

@@ -41,7 +41,7 @@ void write_text(int fd, const char* text) {
 
 // Runs in the forked child. Only async-signal-safe calls until execve.
 [[noreturn]] void exec_worker(const ExecArgs& args, pid_t pgid, pid_t launcher_pid, int stdin_fd,
-                              int stdout_fd, int stderr_fd) {
+                              int stdout_fd, int stderr_fd, int inherit_fd) {
   ::setpgid(0, pgid);
   // Dies with the launcher, even when the launcher is SIGKILLed and cannot clean up.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -49,6 +49,7 @@ void write_text(int fd, const char* text) {
   ::dup2(stdin_fd, STDIN_FILENO);
   ::dup2(stdout_fd, STDOUT_FILENO);
   ::dup2(stderr_fd, STDERR_FILENO);
+  if (inherit_fd >= 0) ::fcntl(inherit_fd, F_SETFD, 0);  // the store's listening socket, for rank 0
   // The launcher blocks the signals it waits for and may ignore some; a worker starts clean.
   for (int signo = 1; signo < NSIG; ++signo) {
     if (signo == SIGKILL || signo == SIGSTOP) continue;
@@ -106,7 +107,7 @@ WorkerGroup WorkerGroup::spawn(const LaunchOptions& options, const EnvMap& launc
     if (pid < 0) throw std::runtime_error(std::string("ddx launch: fork: ") + std::strerror(errno));
     if (pid == 0) {
       exec_worker(args, group.pgid_ > 0 ? group.pgid_ : 0, launcher_pid, stdin_fd, out_pipe[1],
-                  err_pipe[1]);
+                  err_pipe[1], worker.slot.rank == 0 ? options.store_listen_fd : -1);
     }
     // Also from the parent: whichever of the two runs first, the group exists before any kill.
     if (group.pgid_ < 0) group.pgid_ = pid;

@@ -119,6 +119,16 @@ TEST(LayerParity, BucketsAndShardsMatchUnshardedFp64) {
   }
 }
 
+// FSDP's unit (fp64, uneven and empty shards): gather, free, re-gather before backward,
+// reduce-scatter, exactly, with the collectives counted; at 2, 3 and 4 ranks.
+TEST(LayerParity, FsdpUnitMatchesUnshardedFp64) {
+  for (int ranks : {2, 3, 4}) {
+    RunResult r = run_cmd("fsdp-unit" + std::to_string(ranks), launch(ranks, {DDX_PG_WORKER, "fsdp-unit"}));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("PASS fsdp-unit rank " + std::to_string(ranks - 1)), std::string::npos) << r.output;
+  }
+}
+
 // The same binary under MPICH's mpiexec: rendezvous over MPI, then the selfcheck.
 TEST(Rendezvous, MpiexecRunsSelfcheck) {
   RunResult r = run_cmd("mpiexec", {"/usr/bin/mpiexec.hydra", "-n", "2", DDX_BIN, "probe", "selfcheck",

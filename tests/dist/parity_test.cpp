@@ -52,7 +52,8 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
   EXPECT_EQ(o.exit_code, 0) << o.output;
   ASSERT_TRUE(o.report.contains("runs")) << o.output;
   EXPECT_TRUE(o.report["passed"].get<bool>());
-  for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view"}) {
+  for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view", "fsdp", "fsdp-zero2", "fsdp-accum2",
+                           "fsdp-recompute"}) {
     for (int n : {2, 4}) {
       const auto* r = find_run(o.report, name, n);
       ASSERT_NE(r, nullptr) << name << " x" << n;
@@ -73,32 +74,37 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
 struct Broken {
   std::string tag;
   std::string breaks;
+  std::string strategy;  // the variant the break is in, which the report must name
 };
 
 void PrintTo(const Broken& b, std::ostream* os) { *os << b.breaks; }
 
 class ParitySelfTest : public ::testing::TestWithParam<Broken> {};
 
-// Each deliberately broken variant must be reported as a failure of ddp, with its first bad step.
+// Each deliberately broken variant must be reported as a failure of its strategy, with its
+// first bad step.
 TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
   const Broken& b = GetParam();
-  Outcome o = run_parity("self-" + b.tag, {"--strategies", "ddp", "--world-sizes", "2", "--steps", "6",
+  Outcome o = run_parity("self-" + b.tag, {"--strategies", b.strategy, "--world-sizes", "2", "--steps", "6",
                                            "--no-determinism", "--uneven-tokens"},
                          {{"DDX_TEST_BREAK", b.breaks}});
   EXPECT_EQ(o.exit_code, 1) << o.output;
-  const auto* r = find_run(o.report, "ddp", 2);
+  const auto* r = find_run(o.report, b.strategy, 2);
   ASSERT_NE(r, nullptr) << o.output;
   EXPECT_EQ((*r)["verdict"], "FAIL") << r->dump();
-  EXPECT_EQ((*r)["strategy"], "ddp");
+  EXPECT_EQ((*r)["strategy"], b.strategy);
   ASSERT_FALSE((*r)["first_bad_step"].is_null()) << r->dump();
   EXPECT_GE((*r)["first_bad_step"].get<int>(), 1);
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
 }
 
 INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
-                         ::testing::Values(Broken{"local_mean", "local-mean"},
-                                           Broken{"scaled_rank", "scale-grad:1:1.001"},
-                                           Broken{"skipped_bucket", "skip-bucket:0"}),
+                         ::testing::Values(Broken{"local_mean", "local-mean", "ddp"},
+                                           Broken{"scaled_rank", "scale-grad:1:1.001", "ddp"},
+                                           Broken{"skipped_bucket", "skip-bucket:0", "ddp"},
+                                           Broken{"fsdp_local_mean", "local-mean", "fsdp"},
+                                           Broken{"fsdp_scaled_rank", "scale-grad:1:1.001", "fsdp"},
+                                           Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"}),
                          [](const auto& info) { return info.param.tag; });
 
 }  // namespace

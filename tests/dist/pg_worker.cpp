@@ -16,6 +16,8 @@
 #include "ddx/log.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
+#include "models/layers.h"
+#include "train/fsdp_unit.h"
 #include "train/grad_buckets.h"
 
 using namespace ddx;
@@ -237,6 +239,70 @@ void layer_parity(World& world) {
   expect(counter.counts.size() == 3, "no other collectives");
 }
 
+// FSDP's unit in fp64: parameters of shapes that do not divide by the world size (and one with
+// fewer rows than ranks, so some shards are empty) are rebuilt exactly by the all-gather; a
+// forward, a reshard and a re-gather before backward give autograd the right weights (the
+// freed-storage trick); the reduce-scatter gives each rank exactly its rows of the summed
+// gradient; one all-gather per gather and one reduce-scatter per unit, nothing else.
+void fsdp_unit(World& world) {
+  using namespace ddx::train;
+  Group& g = world.world();
+  const int W = world.size(), rank = world.rank();
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"a", {7, 3}}, {"b", {5}}, {"c", {2, 3}}, {"d", {9, 2}}};
+  UnitLayout layout = make_unit_layout("test", shapes, W);
+  std::vector<torch::Tensor> params, full;
+  {
+    ddx::models::detail::SkeletonScope skeleton;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      params.push_back(ddx::models::detail::new_parameter(shapes[i].second, torch::kFloat64).requires_grad_(true));
+      full.push_back(rank_gradient(11, static_cast<int>(i), shapes[i].second) * 0.25);
+    }
+  }
+  FsdpPrecision fp64{torch::kFloat64, torch::kFloat64, torch::kFloat64};
+  FsdpUnit unit(layout, params, rank, FsdpDevices{}, fp64);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShardedParameter& p = layout.parameters[i];
+    unit.owned_rows(i).copy_(full[i].narrow(0, p.row_begin(rank), p.owned_rows(rank)));
+  }
+  OpCounter counter;
+  add_op_observer(&counter);
+  unit.begin_gather(g);
+  unit.finish_gather();
+  for (size_t i = 0; i < shapes.size(); ++i) expect(torch::equal(params[i].detach(), full[i]), "all-gather rebuilds " + shapes[i].first);
+
+  // loss = sum_i sum(params_i * x_i) with x_i rank-dependent: d loss / d params_i = x_i.
+  torch::Tensor loss = torch::zeros({}, torch::kFloat64);
+  std::vector<torch::Tensor> inputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(rank_gradient(rank, static_cast<int>(i), shapes[i].second));
+    loss = loss + (params[i] * params[i] * inputs.back()).sum();  // saves params[i] for backward
+  }
+  unit.reshard();
+  expect(params[0].storage().nbytes() == 0, "reshard frees the unsharded storage");
+  unit.begin_gather(g);
+  unit.finish_gather();
+  loss.backward();
+  unit.begin_reduce_scatter(g);
+  unit.finish_reduce_scatter();
+  unit.reshard();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShardedParameter& p = layout.parameters[i];
+    auto sum = torch::zeros(shapes[i].second, torch::kFloat64);
+    for (int r = 0; r < W; ++r) sum += 2 * full[i] * rank_gradient(r, static_cast<int>(i), shapes[i].second);
+    expect(!params[i].grad().defined(), "unsharded gradient dropped after the reduce-scatter");
+    expect(torch::equal(unit.owned_grad_rows(i), sum.narrow(0, p.row_begin(rank), p.owned_rows(rank))),
+           "reduce-scatter gives my rows of the summed gradient of " + shapes[i].first);
+  }
+  auto everything = unit.gather_full_float32(g);
+  for (size_t i = 0; i < shapes.size(); ++i)
+    expect(torch::equal(everything[i], full[i].to(torch::kFloat32)), "full gather of " + shapes[i].first);
+  remove_op_observer(&counter);
+  std::lock_guard<std::mutex> lock(counter.mutex);
+  expect(counter.counts["all_gather"] == 3 && counter.counts["reduce_scatter"] == 1 && counter.counts.size() == 2,
+         "two gathers + one full gather and one reduce-scatter, nothing else");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,6 +322,7 @@ int main(int argc, char** argv) {
   else if (scenario == "timeout") timeout(*world);
   else if (scenario == "shutdown-pending") shutdown_pending(*world);
   else if (scenario == "layer-parity") layer_parity(*world);
+  else if (scenario == "fsdp-unit") fsdp_unit(*world);
   else throw std::runtime_error("unknown scenario " + scenario);
   world->shutdown();
   std::printf("PASS %s rank %d\n", scenario.c_str(), info.rank);

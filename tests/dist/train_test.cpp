@@ -19,107 +19,10 @@
 #include "ddx/checksum.h"
 #include "models/safetensors.h"
 #include "process_helpers.h"
+#include "train_fixture.h"
 
 namespace ddx::testing {
 namespace {
-
-namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;
-};
-
-class TrainTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(DDX_BINARY_DIR) / "test-scratch" / (std::string("train-") + info->name() + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  RunResult run(std::vector<std::string> argv, int timeout_s = 240) {
-    ChildProcess child(std::move(argv), {}, (dir_ / ("output-" + std::to_string(runs_++) + ".txt")).string());
-    auto status = child.wait(std::chrono::seconds(timeout_s));
-    RunResult r;
-    r.output = child.output();
-    if (status && WIFEXITED(*status)) r.exit_code = WEXITSTATUS(*status);
-    if (!status) r.output += "\n[test] timed out";
-    return r;
-  }
-
-  // `ddx train` (under `ddx launch -np ranks` when ranks > 0) with the common test settings.
-  RunResult train(int ranks, const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> argv;
-    if (ranks > 0) argv = {DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--"};
-    std::vector<std::string> base = {DDX_BIN, "train", "--save-dir", (dir_ / "out").string(),
-                                     "--metrics-file", metrics(name), "--log-freq", "1", "--no-progress",
-                                     "--lr", "3e-3", "--seed", "7"};
-    // Defaults the caller may override.
-    auto given = [&](const char* flag) { return std::find(extra.begin(), extra.end(), flag) != extra.end(); };
-    if (!given("-m")) base.insert(base.end(), {"-m", "debug"});
-    if (!given("-s")) base.insert(base.end(), {"-s", "32"});
-    argv.insert(argv.end(), base.begin(), base.end());
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return run(argv);
-  }
-
-  std::string metrics(const std::string& name) const { return (dir_ / (name + ".jsonl")).string(); }
-  std::string weights(const std::string& name) const { return (dir_ / (name + ".safetensors")).string(); }
-
-  std::vector<nlohmann::json> records(const std::string& name) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(metrics(name));
-    std::string line;
-    while (std::getline(in, line)) {
-      // A line being written while we read is skipped (the trainer writes whole lines at once).
-      auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (!j.is_discarded()) out.push_back(j);
-    }
-    return out;
-  }
-
-  std::vector<double> losses(const std::string& name) const {
-    std::vector<double> out;
-    for (const auto& r : records(name)) out.push_back(r.at("loss").get<double>());
-    return out;
-  }
-
-  // Per-step relative loss difference stays within `tol`; final weights agree to 1e-4 of the
-  // model's largest weight, the parity suite's measure. (Per element or per tensor is the wrong
-  // scale: GPT-2's key biases have an exactly zero true gradient — softmax ignores a constant
-  // added to every key — so Adam turns last-bit gradient noise there into updates of ~lr/100
-  // per step in both runs, differently.)
-  void expect_same_run(const std::string& a, const std::string& b, double tol) {
-    auto la = losses(a), lb = losses(b);
-    ASSERT_EQ(la.size(), lb.size());
-    ASSERT_FALSE(la.empty());
-    for (size_t i = 0; i < la.size(); ++i) {
-      EXPECT_LE(std::fabs(la[i] - lb[i]) / std::fabs(la[i]), tol) << "step " << i + 1 << ": " << la[i] << " vs " << lb[i];
-    }
-    auto wa = models::read_safetensors_index(weights(a)), wb = models::read_safetensors_index(weights(b));
-    ASSERT_EQ(wa.size(), wb.size());
-    double max_diff = 0, scale = 0;
-    std::string worst;
-    for (const auto& [name, info] : wa) {
-      auto x = models::read_tensor(info), y = models::read_tensor(wb.at(name));
-      const double diff = (x - y).abs().max().item<double>();
-      if (diff > max_diff) {
-        max_diff = diff;
-        worst = name;
-      }
-      scale = std::max(scale, y.abs().max().item<double>());
-    }
-    EXPECT_LE(max_diff, 1e-4 * scale) << "worst tensor " << worst << ": " << max_diff << " of max weight " << scale;
-  }
-
-  fs::path dir_;
-  int runs_ = 0;
-};
 
 TEST_F(TrainTest, DefaultsTrainAndWriteMetricsAndPlot) {
   auto r = train(0, "default", {"--max-steps", "30"});

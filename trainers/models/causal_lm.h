@@ -36,6 +36,10 @@ class CausalLM : public torch::nn::Module {
   virtual std::shared_ptr<torch::nn::Module> block_module(int64_t i) = 0;
   virtual std::vector<std::string> embedding_parameter_names() const = 0;
   virtual std::vector<std::string> head_parameter_names() const = 0;
+  // Parameters more than one unit uses (the embedding of a tied head): a strategy that
+  // schedules units must keep them available from the first unit's forward to the last
+  // unit's backward. They are also listed in embedding_parameter_names().
+  virtual std::vector<std::string> tied_parameter_names() const { return {}; }
 
  private:
   ModelConfig config_;
@@ -46,6 +50,13 @@ class CausalLM : public torch::nn::Module {
 std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed,
                                       torch::Device device = torch::kCPU,
                                       torch::Dtype dtype = torch::kFloat32);
+
+// The module structure with every parameter at its full shape but without storage: nothing
+// is allocated or initialised. For sharded strategies, which attach storage themselves
+// (FSDP points each unit's parameters at its gathered buffer only while the unit runs).
+// Reading a parameter of a skeleton before that is undefined.
+std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device,
+                                               torch::Dtype dtype);
 
 // Layout-independent initialisation: rows [row_begin, row_end) along dim 0 of the parameter
 // called `name` (a named_parameters() name) with full shape `full_shape`, as build_model()

@@ -73,26 +73,20 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-struct PlannedCopy {
-  torch::Tensor param;
-  const TensorInfo* source;
-  bool transposed;
-};
-
 }  // namespace
 
 HfTensorName hf_name(const ModelConfig& config, const std::string& ddx_name) {
   return config.family == Family::Gpt2 ? gpt2_name(ddx_name) : llama_name(ddx_name);
 }
 
-void load_hf_weights(CausalLM& model, const std::string& path) {
-  const ModelConfig& config = model.config();
+std::map<std::string, HfSource> match_hf_tensors(const ModelConfig& config, const std::vector<ParameterShape>& parameters,
+                                                const std::string& path) {
   const std::map<std::string, TensorInfo> index = read_safetensors_index(path);
   std::set<std::string> used;
   std::vector<std::string> problems;
-  std::vector<PlannedCopy> plan;
-  for (auto& param : model.named_parameters()) {
-    const HfTensorName hf = hf_name(config, param.key());
+  std::map<std::string, HfSource> plan;
+  for (const auto& [name, shape] : parameters) {
+    const HfTensorName hf = hf_name(config, name);
     auto it = index.find(hf.name);
     // The original openai-community/gpt2 file was saved from GPT2Model: no "transformer." prefix.
     if (it == index.end() && starts_with(hf.name, "transformer.")) it = index.find(hf.name.substr(12));
@@ -101,7 +95,7 @@ void load_hf_weights(CausalLM& model, const std::string& path) {
       continue;
     }
     used.insert(it->first);
-    std::vector<int64_t> expected = param.value().sizes().vec();
+    std::vector<int64_t> expected = shape;
     if (hf.transposed) std::reverse(expected.begin(), expected.end());
     if (it->second.shape != expected) {
       problems.push_back("tensor '" + it->first + "' has shape " + shape_text(it->second.shape) + ", expected " +
@@ -113,7 +107,7 @@ void load_hf_weights(CausalLM& model, const std::string& path) {
       problems.push_back("tensor '" + it->first + "' has dtype " + dtype + ", expected a floating-point type");
       continue;
     }
-    plan.push_back({param.value(), &it->second, hf.transposed});
+    plan[name] = {it->second, hf.transposed};
   }
   for (const auto& [name, info] : index)
     if (!used.count(name) && !ignorable(config, name)) problems.push_back("unexpected tensor '" + name + "'");
@@ -124,10 +118,23 @@ void load_hf_weights(CausalLM& model, const std::string& path) {
     if (problems.size() > shown) message += "\n  ... and " + std::to_string(problems.size() - shown) + " more";
     throw UsageError(message);
   }
+  return plan;
+}
+
+torch::Tensor read_hf_rows(const HfSource& source, int64_t row_begin, int64_t row_end) {
+  if (!source.transposed) return read_tensor_rows(source.info, row_begin, row_end);
+  return read_tensor_columns(source.info, row_begin, row_end).t().contiguous();
+}
+
+void load_hf_weights(CausalLM& model, const std::string& path) {
+  std::vector<ParameterShape> shapes;
+  for (auto& param : model.named_parameters()) shapes.emplace_back(param.key(), param.value().sizes().vec());
+  const std::map<std::string, HfSource> plan = match_hf_tensors(model.config(), shapes, path);
   torch::NoGradGuard no_grad;
-  for (const PlannedCopy& copy : plan) {
-    torch::Tensor t = read_tensor(*copy.source);
-    copy.param.copy_(copy.transposed ? t.t() : t);
+  for (auto& param : model.named_parameters()) {
+    const HfSource& source = plan.at(param.key());
+    torch::Tensor t = read_tensor(source.info);
+    param.value().copy_(source.transposed ? t.t() : t);
   }
 }
 

@@ -119,4 +119,11 @@ std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed, 
   return model;
 }
 
+std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device, torch::Dtype dtype) {
+  validate(config);
+  const auto options = torch::TensorOptions().dtype(dtype).device(device);
+  detail::SkeletonScope skeleton;
+  return config.family == Family::Gpt2 ? detail::make_gpt2(config, options) : detail::make_llama(config, options);
+}
+
 }  // namespace ddx::models

@@ -6,22 +6,38 @@
 namespace ddx::models {
 namespace detail {
 
+namespace {
+thread_local bool g_skeleton = false;
+}
+
+SkeletonScope::SkeletonScope() : previous_(g_skeleton) { g_skeleton = true; }
+SkeletonScope::~SkeletonScope() { g_skeleton = previous_; }
+
+torch::Tensor new_parameter(at::IntArrayRef shape, const torch::TensorOptions& options) {
+  if (!g_skeleton) return torch::empty(shape, options);
+  // Full sizes over an empty storage: the shape is known, no byte is allocated. FSDP points
+  // the storage at its unsharded buffer only while a unit is gathered.
+  torch::Tensor t = torch::empty({0}, options);
+  t.unsafeGetTensorImpl()->set_sizes_contiguous(shape);
+  return t;
+}
+
 Linear::Linear(int64_t in, int64_t out, bool has_bias, const torch::TensorOptions& options) {
-  weight = register_parameter("weight", torch::empty({out, in}, options));
-  if (has_bias) bias = register_parameter("bias", torch::empty({out}, options));
+  weight = register_parameter("weight", new_parameter({out, in}, options));
+  if (has_bias) bias = register_parameter("bias", new_parameter({out}, options));
 }
 
 torch::Tensor Linear::forward(const torch::Tensor& x) const { return torch::linear(x, weight, bias); }
 
 Embedding::Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options) {
-  weight = register_parameter("weight", torch::empty({rows, dim}, options));
+  weight = register_parameter("weight", new_parameter({rows, dim}, options));
 }
 
 torch::Tensor Embedding::forward(const torch::Tensor& ids) const { return torch::embedding(weight, ids); }
 
 LayerNorm::LayerNorm(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
-  weight = register_parameter("weight", torch::empty({dim}, options));
-  bias = register_parameter("bias", torch::empty({dim}, options));
+  weight = register_parameter("weight", new_parameter({dim}, options));
+  bias = register_parameter("bias", new_parameter({dim}, options));
 }
 
 torch::Tensor LayerNorm::forward(const torch::Tensor& x) const {
@@ -29,7 +45,7 @@ torch::Tensor LayerNorm::forward(const torch::Tensor& x) const {
 }
 
 RmsNorm::RmsNorm(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {
-  weight = register_parameter("weight", torch::empty({dim}, options));
+  weight = register_parameter("weight", new_parameter({dim}, options));
 }
 
 torch::Tensor RmsNorm::forward(const torch::Tensor& x) const {

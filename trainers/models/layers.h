@@ -10,6 +10,20 @@
 
 namespace ddx::models::detail {
 
+// A parameter of `shape`: uninitialised, or, inside a SkeletonScope, with its full sizes but
+// no storage at all (see build_model_skeleton()).
+torch::Tensor new_parameter(at::IntArrayRef shape, const torch::TensorOptions& options);
+class SkeletonScope {
+ public:
+  SkeletonScope();
+  ~SkeletonScope();
+  SkeletonScope(const SkeletonScope&) = delete;
+  SkeletonScope& operator=(const SkeletonScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // y = x W^T (+ b), W of shape [out, in] (the torch Linear layout, also used for GPT-2's
 // Conv1D weights, which the HF mapping transposes).
 struct Linear : torch::nn::Module {

@@ -101,6 +101,9 @@ class Llama : public CausalLM {
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }
   std::vector<std::string> embedding_parameter_names() const override { return {"tok_embeddings.weight"}; }
+  std::vector<std::string> tied_parameter_names() const override {
+    return lm_head ? std::vector<std::string>{} : std::vector<std::string>{"tok_embeddings.weight"};
+  }
   std::vector<std::string> head_parameter_names() const override {
     std::vector<std::string> names = {"norm.weight"};
     if (lm_head) names.push_back("lm_head.weight");

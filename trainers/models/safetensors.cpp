@@ -220,6 +220,31 @@ torch::Tensor read_tensor_rows(const TensorInfo& info, int64_t row_begin, int64_
                          static_cast<uint64_t>(row_end - row_begin) * row_bytes);
 }
 
+torch::Tensor read_tensor_columns(const TensorInfo& info, int64_t col_begin, int64_t col_end) {
+  if (info.shape.size() != 2)
+    throw UsageError(info.file + ": tensor '" + info.name + "' of shape " + describe_shape(info.shape) +
+                     " is not a matrix; columns can only be read from one");
+  const int64_t rows = info.shape[0], cols = info.shape[1];
+  if (col_begin < 0 || col_begin > col_end || col_end > cols)
+    throw UsageError(info.file + ": tensor '" + info.name + "' of shape " + describe_shape(info.shape) +
+                     " has no columns [" + std::to_string(col_begin) + ", " + std::to_string(col_end) + ")");
+  torch::Tensor out = torch::empty({rows, col_end - col_begin}, torch::TensorOptions().dtype(torch_dtype(info.dtype)));
+  if (out.numel() == 0) return out;
+  // One read per row of the slice; each is a contiguous byte range of the file.
+  Fd fd(info.file, O_RDONLY);
+  if (fd.get() < 0) throw UsageError("cannot open " + info.file + ": " + os_error());
+  const uint64_t esize = safetensors_dtype_size(info.dtype);
+  const uint64_t width = static_cast<uint64_t>(col_end - col_begin) * esize;
+  auto* dst = static_cast<char*>(out.data_ptr());
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t offset = info.data_begin + (static_cast<uint64_t>(r) * cols + col_begin) * esize;
+    if (!pread_all(fd.get(), dst + r * width, width, offset))
+      throw UsageError(info.file + ": tensor '" + info.name + "' cannot be read (file truncated or unreadable: " +
+                       os_error() + ")");
+  }
+  return out;
+}
+
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   std::vector<torch::Tensor> contiguous;

@@ -20,6 +20,9 @@ std::map<std::string, TensorInfo> read_safetensors_index(const std::string& path
 // in the file's dtype. A file shorter than its header said -> UsageError naming file and tensor.
 torch::Tensor read_tensor(const TensorInfo& info);
 torch::Tensor read_tensor_rows(const TensorInfo& info, int64_t row_begin, int64_t row_end);
+// Columns [col_begin, col_end) of a 2-D tensor, one read per row (for transposed layouts, e.g.
+// GPT-2's Conv1D weights, whose columns are a Linear weight's rows).
+torch::Tensor read_tensor_columns(const TensorInfo& info, int64_t col_begin, int64_t col_end);
 
 // The safetensors dtype name of a torch dtype, and back; UsageError for one without a mapping.
 std::string safetensors_dtype(torch::Dtype dtype);

@@ -14,6 +14,14 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "ddp", "--zero1"}, 1},
       {"ddp-bucket-view", "data parallel with .grad aliasing the buckets",
        {"--strategy", "ddp", "--grad-as-bucket-view"}, 1},
+      {"fsdp", "fully sharded: per-unit all-gather, reshard after forward (ZeRO-3), prefetch 1",
+       {"--strategy", "fsdp"}, 1},
+      {"fsdp-zero2", "fully sharded, gathered weights kept from forward to backward (ZeRO-2), prefetch 2",
+       {"--strategy", "fsdp", "--no-reshard-after-forward", "--prefetch", "2"}, 1},
+      {"fsdp-accum2", "fully sharded with 2 accumulation micro-steps (no reduce-scatter on the first)",
+       {"--strategy", "fsdp"}, 2},
+      {"fsdp-recompute", "fully sharded with activation checkpointing, CPU offload, no prefetch",
+       {"--strategy", "fsdp", "--checkpoint-activations", "--cpu-offload", "--prefetch", "0"}, 1},
   };
   return variants;
 }

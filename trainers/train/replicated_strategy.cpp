@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/hf_checkpoint.h"
+#include "train/fsdp_checkpoint.h"
 #include "train/phase_timer.h"
 
 namespace ddx::train {
@@ -94,6 +95,24 @@ void ReplicatedStrategy::save_state(const std::string& dir) {
 void ReplicatedStrategy::load_state(const std::string& dir) {
   NamedTensors targets;
   for (auto& [name, p] : parameters_) targets.emplace_back(name, p.detach());
+  if (is_sharded_checkpoint(dir)) {
+    // Written by FSDP: assemble the full tensors from the shards, whatever their world size.
+    ParameterShapes expected;
+    for (const auto& [name, t] : targets) expected.emplace_back(name, t.sizes().vec());
+    auto reader = CheckpointRows::open(dir, expected);
+    std::map<std::string, AdamWState> state;
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : targets) {
+      t.copy_(reader->rows(name, 0, t.size(0)));
+      if (auto s = reader->optimizer_rows(name, 0, t.size(0))) {
+        s->exp_avg = s->exp_avg.to(t.device(), t.scalar_type());
+        s->exp_avg_sq = s->exp_avg_sq.to(t.device(), t.scalar_type());
+        state[name] = std::move(*s);
+      }
+    }
+    optimizer_->state() = std::move(state);
+    return;
+  }
   read_model_file(dir + "/model.safetensors", targets);
   optimizer_->state() = read_optimizer_file(dir + "/optimizer.safetensors", targets, device_);
 }

@@ -4,6 +4,7 @@
 
 #include "ddx/errors.h"
 #include "train/ddp_strategy.h"
+#include "train/fsdp_strategy.h"
 #include "train/replicated_strategy.h"
 
 namespace ddx::train {
@@ -20,6 +21,8 @@ const std::map<std::string, Entry>& registry() {
                   [] { return std::make_unique<ReplicatedStrategy>(); }}},
       {"ddp", {"data parallel: bucketed all-reduce overlapped with backward (--zero1 shards the optimizer)",
                [] { return std::make_unique<DdpStrategy>(); }}},
+      {"fsdp", {"fully sharded data parallel: parameters, gradients and optimizer state sharded per parameter along dim 0",
+                [] { return std::make_unique<FsdpStrategy>(); }}},
   };
   return entries;
 }

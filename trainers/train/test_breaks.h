@@ -5,7 +5,7 @@
 //                        hold different token counts (a data property: applied to every run)
 //   local-mean           normalise each rank's loss by its own token count, then average over
 //                        ranks: the mean-of-means bug (wrong only when counts differ)
-//   scale-grad:R:F       multiply rank R's gradients by F before they are reduced
+//   scale-grad:R:F       multiply rank R's gradients by F before they are reduced (DDP, FSDP)
 //   skip-bucket:K        never all-reduce DDP bucket K (every rank keeps its local gradient)
 //   fsdp-double-divide   divide FSDP's reduce-scattered gradients by the world size twice
 #include <string>

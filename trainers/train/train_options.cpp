@@ -68,6 +68,19 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--first-bucket-mb", o.first_bucket_mb, "Size of the first (last-layer) bucket")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);
   cmd.add_flag("--grad-as-bucket-view", o.grad_as_bucket_view, "Gradients alias the buckets (no copy)")->group(ddp);
   cmd.add_flag("--zero1", o.zero1, "Shard optimizer state across data-parallel ranks (ZeRO-1)")->group(ddp);
+  auto* fsdp = "Fully sharded (fsdp)";
+  cmd.add_flag("--reshard-after-forward,!--no-reshard-after-forward", o.reshard_after_forward,
+               "Free each block's gathered weights after its forward and gather again in backward (ZeRO-3; "
+               "--no-reshard-after-forward keeps them: ZeRO-2)")->group(fsdp);
+  cmd.add_option("--prefetch", o.prefetch, "Units whose all-gather is issued ahead of use, in forward and backward")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}))->capture_default_str()->group(fsdp);
+  cmd.add_option("--mp-param-dtype", o.mp_param_dtype, "Dtype of gathered weights and compute (default: --dtype)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->group(fsdp);
+  cmd.add_option("--mp-reduce-dtype", o.mp_reduce_dtype, "Dtype of the gradient reduce-scatter (default: the param dtype)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->group(fsdp);
+  cmd.add_flag("--cpu-offload", o.cpu_offload, "Keep shards, their gradients and the optimizer step on the CPU")->group(fsdp);
+  cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
+               "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
 }
 
 void validate(const TrainOptions& o) {
@@ -75,6 +88,20 @@ void validate(const TrainOptions& o) {
   if (o.dataset.empty()) throw UsageError("--dataset is empty");
   if (!o.experiment_name.empty() && o.experiment_name.find('/') != std::string::npos) {
     throw UsageError("--experiment-name '" + o.experiment_name + "' must not contain '/'");
+  }
+  if (o.strategy != "fsdp") {
+    // FSDP's knobs mean nothing elsewhere; silently ignoring one would hide a typo'd strategy.
+    const char* flag = !o.reshard_after_forward ? "--no-reshard-after-forward"
+                       : o.prefetch != 1        ? "--prefetch"
+                       : !o.mp_param_dtype.empty() ? "--mp-param-dtype"
+                       : !o.mp_reduce_dtype.empty() ? "--mp-reduce-dtype"
+                       : o.cpu_offload           ? "--cpu-offload"
+                       : o.checkpoint_activations ? "--checkpoint-activations"
+                                                  : nullptr;
+    if (flag) throw UsageError(std::string(flag) + " applies to --strategy fsdp, not " + o.strategy);
+  }
+  if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
+    throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
   }
 }
 

@@ -48,6 +48,12 @@ struct TrainOptions {
   double first_bucket_mb = 1;
   bool grad_as_bucket_view = false;
   bool zero1 = false;
+  bool reshard_after_forward = true;   // FSDP: free gathered blocks after forward (ZeRO-3)
+  int64_t prefetch = 1;                // FSDP: units whose all-gather starts early
+  std::string mp_param_dtype;          // FSDP: fp32 | bf16 for gathered parameters ("" = --dtype)
+  std::string mp_reduce_dtype;         // FSDP: fp32 | bf16 for the reduce-scatter ("" = param dtype)
+  bool cpu_offload = false;            // FSDP: shards, gradients and the update on the CPU
+  bool checkpoint_activations = false; // FSDP: recompute each block in backward
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }

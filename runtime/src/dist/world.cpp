@@ -9,7 +9,13 @@
 
 #include <mpi.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <cstring>
 #include <set>
 #include <sstream>
@@ -28,6 +34,27 @@ std::string seconds(std::chrono::milliseconds ms) {
   return out.str();
 }
 
+// `ddx launch` binds the store's port itself and hands rank 0 the listening socket, so no
+// other process can take the port between the pick and the bind. Used only when the fd really
+// is a listening socket on `port` (a child of rank 0 inherits the variable, not the socket's
+// meaning); the variable is removed so nothing started from here sees it.
+std::optional<int> inherited_listen_fd(int port) {
+  const char* text = std::getenv("DDX_STORE_LISTEN_FD");
+  if (text == nullptr) return std::nullopt;
+  const int fd = std::atoi(text);
+  ::unsetenv("DDX_STORE_LISTEN_FD");
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  sockaddr_in addr{};
+  socklen_t addr_len = sizeof addr;
+  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0 || addr.sin_family != AF_INET ||
+      ntohs(addr.sin_port) != port) {
+    return std::nullopt;
+  }
+  return fd;
+}
+
 c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& host, int port, int rank,
                                                   int world_size,
                                                   std::chrono::milliseconds timeout) {
@@ -37,6 +64,7 @@ c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& host, int p
   opts.numWorkers = static_cast<std::size_t>(world_size);
   opts.waitWorkers = true;  // rank 0 returns only once every rank is connected, or times out
   opts.timeout = timeout;
+  if (rank == 0) opts.masterListenFd = inherited_listen_fd(port);
   try {
     return c10::make_intrusive<c10d::TCPStore>(host, opts);
   } catch (const std::exception& e) {

@@ -1,0 +1,103 @@
+#pragma once
+// Fully sharded data parallelism (`--strategy fsdp`), FSDP2's design in C++ on c10d.
+//
+// Units, in forward order: the root (parameters several units use, e.g. a tied embedding),
+// the embeddings, each transformer block, and the head (final norm + LM head). Every
+// parameter is sharded along dim 0 over the data-parallel group (fsdp_layout.h); a rank holds
+// only its rows of the weights, their gradients and their AdamW state.
+//
+// A step:
+//   forward   for each unit: all-gather its shards (one flat collective), run it, free the
+//             gathered weights again unless --no-reshard-after-forward (the head is kept:
+//             backward needs it at once; the root lives until the end of backward).
+//             --prefetch N starts the next N units' all-gathers before running this one.
+//   backward  a hook on each unit's output re-gathers the unit just before its backward (and
+//             prefetches the N units before it); when all of a unit's gradients are in, they
+//             are reduce-scattered through one flat buffer and the unit is freed.
+//   update    global gradient norm from the shards (one all-reduce), clipping, AdamW on the
+//             local rows only; element-wise, so bit-identical to the same rows of a full update.
+//
+// The loss is scaled by 1 / global tokens before backward, so the reduce-scatter is a SUM and
+// reproduces the single-device gradient exactly as DDP's all-reduce does.
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/activation_checkpoint.h"
+#include "train/adamw.h"
+#include "train/fsdp_checkpoint.h"
+#include "train/fsdp_unit.h"
+#include "train/strategy.h"
+
+namespace ddx::train {
+
+class FsdpStrategy : public Strategy {
+ public:
+  void setup(const StrategyContext& context) override;
+  int dp_rank() const override { return group_->rank(); }
+  int dp_size() const override { return group_->size(); }
+  Group* dp_group() override { return group_; }
+  double forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro,
+                          PhaseTimes& times) override;
+  double finish_gradients() override;
+  double optimizer_step(double lr, double max_grad_norm) override;
+  std::vector<std::pair<std::string, torch::Tensor>> full_parameters() override;
+  void save_state(const std::string& dir) override;
+  void load_state(const std::string& dir) override;
+  MemoryAccounting memory() const override;
+  std::map<std::string, double> step_stats() const override;
+
+  // Autograd hooks.
+  void before_unit_backward(int unit);
+  void gradient_ready(int unit, int param);
+
+ private:
+  void build_units(const StrategyContext& c, const FsdpDevices& devices, const FsdpPrecision& precision);
+  void initialise_shards(const StrategyContext& c);
+  ParameterShapes parameter_shapes() const;
+  // Calls fn(unit, index in unit, parameter, row_begin, row_end) for every parameter this rank
+  // owns rows of, under no-grad.
+  using OwnedRowsFunction = std::function<void(FsdpUnit&, size_t, const ShardedParameter&, int64_t, int64_t)>;
+  void for_each_owned(const OwnedRowsFunction& fn);
+  torch::Tensor run_unit(int unit, const std::function<torch::Tensor()>& forward);
+  void ensure_gathered(int unit);
+  void prefetch(int position, int direction);
+  void after_unit_backward(int unit);
+  void finish_pending_reduce_scatters();
+  void note_memory();
+  std::vector<ShardEntry> shard_entries();
+
+  Group* group_ = nullptr;
+  torch::Device device_ = torch::kCPU;
+  const models::ModelConfig* config_ = nullptr;
+  std::shared_ptr<models::CausalLM> model_;  // skeleton: parameters live in the units
+  std::vector<std::unique_ptr<FsdpUnit>> units_;
+  std::vector<bool> reshard_after_forward_;
+  int root_ = -1, embeddings_ = -1, head_ = -1;
+  std::vector<int> blocks_;  // unit of block i
+  int prefetch_ = 1;
+  bool checkpoint_activations_ = false;
+  std::vector<BlockFunction> block_functions_;  // for activation checkpointing
+  std::unique_ptr<AdamW> optimizer_;
+
+  // Backward bookkeeping.
+  bool sync_ = true;
+  std::vector<int> pending_;               // per unit: gradients still to arrive
+  std::vector<std::vector<bool>> arrived_; // per unit and parameter
+  std::vector<bool> backward_done_;        // per unit
+  std::vector<int> reduce_order_;          // units whose reduce-scatter is in flight, in issue order
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keep the hooks alive
+
+  // Statistics.
+  double gather_wait_s_ = 0;
+  double reduce_wait_s_ = 0;  // this step's waits for reduce-scatters (reported as comm wait)
+  int gathers_ = 0, prefetched_ = 0, reduce_scatters_ = 0;
+  int64_t unsharded_peak_bytes_ = 0;
+  std::map<std::string, double> last_stats_;
+};
+
+}  // namespace ddx::train
