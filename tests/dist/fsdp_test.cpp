@@ -150,6 +150,25 @@ TEST_F(FsdpTest, ShardedCheckpointsResumeAnywhereAndConsolidate) {
   EXPECT_EQ(file_checksum(weights("sharded_load")), file_checksum(weights("straight")));
 }
 
+// Checkpoints are keyed by parameter name and row: FSDP resumes a DDP checkpoint, and the
+// single-device trainer resumes an FSDP one; the run continues as if never interrupted.
+TEST_F(FsdpTest, ResumesAcrossStrategies) {
+  auto straight = train(0, "straight", {"-b", "8", "--max-steps", "10"});
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+  ASSERT_EQ(train(2, "cross", {"--strategy", "ddp", "-b", "4", "-e", "cross", "--max-steps", "4"}).exit_code, 0);
+  auto f = train(2, "cross", {"--strategy", "fsdp", "-b", "4", "-e", "cross", "--max-steps", "8"});
+  ASSERT_EQ(f.exit_code, 0) << f.output;
+  EXPECT_NE(f.output.find("step_000000004 at step 4"), std::string::npos) << f.output;
+  auto s = train(0, "cross", {"-b", "8", "-e", "cross", "--max-steps", "10"});
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_NE(s.output.find("step_000000008 at step 8"), std::string::npos) << s.output;
+  // One metrics file across the three runs: steps 1-4 DDP, 5-8 FSDP, 9-10 single.
+  auto a = losses("straight"), b = losses("cross");
+  ASSERT_EQ(a.size(), 10u);
+  ASSERT_EQ(b.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) EXPECT_LE(std::fabs(a[i] - b[i]) / a[i], 1e-5) << "step " << i + 1;
+}
+
 TEST_F(FsdpTest, BadInputFailsWithOneLineAndKeepsFiles) {
   auto misplaced = train(0, "misplaced", {"--cpu-offload", "--max-steps", "1"});
   EXPECT_EQ(misplaced.exit_code, 2);

@@ -177,6 +177,13 @@ TEST_F(LaunchTest, WorkersSeeTorchrunEnvironment) {
   }
   EXPECT_EQ(ports.size(), 1u) << "ranks disagree on MASTER_PORT";
   EXPECT_NE(*ports.begin(), "0");
+  // The port the launcher picked stays bound: rank 0 inherits the listening socket for its
+  // store, nobody else gets it.
+  std::smatch fd;
+  ASSERT_TRUE(std::regex_search(output_, fd, std::regex(R"(\[rank 0\]: DDX_STORE_LISTEN_FD=[0-9]+ \(listening\))")))
+      << output_;
+  expect_output_has("[rank 1]: DDX_STORE_LISTEN_FD=<unset>\n");
+  expect_output_has("[rank 2]: DDX_STORE_LISTEN_FD=<unset>\n");
 }
 
 TEST_F(LaunchTest, UserOmpNumThreadsIsKept) {
@@ -185,6 +192,7 @@ TEST_F(LaunchTest, UserOmpNumThreadsIsKept) {
   ASSERT_EQ(exit_code(status), 0) << output_;
   expect_output_has("[rank 1]: OMP_NUM_THREADS=7\n");
   expect_output_has("[rank 0]: MASTER_PORT=29633\n");
+  expect_output_has("[rank 0]: DDX_STORE_LISTEN_FD=<unset>\n");  // a given port is the workers' to bind
   EXPECT_EQ(output_.find("setting OMP_NUM_THREADS"), std::string::npos) << output_;
 }
 

@@ -71,6 +71,50 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
   std::ofstream(fs::path(DDX_BINARY_DIR) / "parity-ci-output.txt") << o.output;
 }
 
+// A recorded baseline catches a change that moves every strategy together: the same
+// configuration passes against its golden file, a golden curve moved by 1e-4 fails naming the
+// golden row and its first step, and a golden file from another configuration is refused.
+TEST(Parity, GoldenFileCatchesAMovedBaseline) {
+  const fs::path dir = fs::path(DDX_BINARY_DIR) / "test-scratch" / "parity-golden-file";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string golden = (dir / "golden.json").string();
+  const std::vector<std::string> quick = {"--strategies", "fsdp", "--world-sizes", "2", "--steps", "6", "--no-determinism"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> out = quick;
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  };
+  Outcome saved = run_parity("golden-save", with({"--save-golden", golden}), {});
+  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  nlohmann::json g;
+  std::ifstream(golden) >> g;
+  ASSERT_EQ(g["steps"].size(), 6u);
+  for (const char* key : {"ddx", "libtorch", "backend", "dtype", "model", "seed"}) {
+    EXPECT_TRUE(g["environment"].contains(key)) << key << " missing from the golden environment";
+  }
+
+  Outcome same = run_parity("golden-same", with({"--golden", golden}), {});
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  const auto* row = find_run(same.report, "golden", 1);
+  ASSERT_NE(row, nullptr) << same.output;
+  EXPECT_EQ((*row)["verdict"], "PASS");
+
+  g["steps"][3]["loss"] = g["steps"][3]["loss"].get<double>() * (1 + 1e-4);
+  std::ofstream(dir / "moved.json") << g.dump();
+  Outcome moved = run_parity("golden-moved", with({"--golden", (dir / "moved.json").string()}), {});
+  EXPECT_EQ(moved.exit_code, 1) << moved.output;
+  row = find_run(moved.report, "golden", 1);
+  ASSERT_NE(row, nullptr) << moved.output;
+  EXPECT_EQ((*row)["verdict"], "FAIL");
+  EXPECT_EQ((*row)["first_bad_step"], 4);
+
+  Outcome other = run_parity("golden-other", {"--strategies", "fsdp", "--world-sizes", "2", "--steps", "6",
+                                              "--no-determinism", "--seed", "3", "--golden", golden}, {});
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("was recorded with seed="), std::string::npos) << other.output;
+}
+
 struct Broken {
   std::string tag;
   std::string breaks;

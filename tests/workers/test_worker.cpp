@@ -13,6 +13,7 @@
 //   --only-rank R           apply --segv/--throw/--exit only on rank R; other ranks sleep
 //                           (so they are alive when the launcher stops the group)
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -83,6 +84,15 @@ void print_env() {
                           "OMP_NUM_THREADS"}) {
     const char* value = std::getenv(key);
     std::printf("%s=%s\n", key, value ? value : "<unset>");
+  }
+  // The store socket the launcher hands rank 0: is the fd really open and listening here?
+  if (const char* fd = std::getenv("DDX_STORE_LISTEN_FD")) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    const bool ok = ::getsockopt(std::atoi(fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+    std::printf("DDX_STORE_LISTEN_FD=%s (%s)\n", fd, ok ? "listening" : "not a listening socket");
+  } else {
+    std::printf("DDX_STORE_LISTEN_FD=<unset>\n");
   }
   std::fflush(stdout);
 }

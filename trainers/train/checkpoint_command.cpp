@@ -50,8 +50,7 @@ int consolidate(const ConsolidateOptions& o) {
   // transformers refuses safetensors files without format metadata.
   models::write_safetensors(out_model.string(), tensors, {{"format", "pt"}});
   write_file_atomically((fs::path(o.out) / "config.json").string(), models::to_hf_config_json(config));
-  std::cout << "consolidated " << tensors.size() << " tensors (" << elements << " parameters) of " << config.name
-            << " from " << (reader->sharded() ? std::to_string(reader->world_size()) + " shards" : std::string("a full checkpoint"))
+  std::cout << "consolidated " << tensors.size() << " tensors (" << elements << " parameters) from " << (reader->sharded() ? std::to_string(reader->world_size()) + " shards" : std::string("a full checkpoint"))
             << " into " << out_model.string() << "\n";
   return 0;
 }
