@@ -73,6 +73,24 @@ TEST_F(FsdpTest, AgreesWithDdpAndAccumulatesWithoutCommunication) {
   EXPECT_EQ(records("accum").back().at("fsdp_reduce_scatters").get<double>(), 6);
 }
 
+// bf16 gathered weights and compute with fp32 master shards: the curve follows fp32 within
+// bf16's precision, and the gathered units take half the bytes.
+TEST_F(FsdpTest, MixedPrecisionTracksFp32) {
+  baseline();
+  auto fp32 = fsdp(2, "fp32", {});
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  for (const char* reduce : {"fp32", "bf16"}) {
+    const std::string name = std::string("bf16_reduce_") + reduce;
+    auto r = fsdp(2, name, {"--mp-param-dtype", "bf16", "--mp-reduce-dtype", reduce});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto a = losses("single"), b = losses(name);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(std::fabs(a[i] - b[i]) / a[i], 3e-3) << name << " step " << i + 1;
+    EXPECT_LT(records(name).back().at("unsharded_peak_bytes").get<double>(),
+              0.75 * records("fp32").back().at("unsharded_peak_bytes").get<double>()) << name;
+  }
+}
+
 TEST_F(FsdpTest, UntiedLlamaMatchesSingleDevice) {
   auto single = train(0, "llama", {"-m", "debug-llama", "-b", "8", "--max-steps", "20", "--final-weights", weights("llama")});
   ASSERT_EQ(single.exit_code, 0) << single.output;
