@@ -6,7 +6,6 @@ step on the same per-rank batch (the scaling overhead). Prints both ratios.
   .venv/bin/python benchmarks/ddp_throughput.py --ddx build/bin/ddx [--model gpt2] [--batch 2] [--seq 128]
 """
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -22,6 +21,7 @@ import torch.multiprocessing as mp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from gpt2_module import GPT2, train_step  # noqa: E402
+from ddx_metrics import median_step_metrics  # noqa: E402
 from train_throughput import PRESETS  # noqa: E402
 
 
@@ -36,10 +36,7 @@ def ddx_run(args, workdir, ranks, name):
         cmd = train
     env = dict(os.environ, OMP_NUM_THREADS="1")
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    with open(metrics) as f:
-        records = [json.loads(line) for line in f][args.warmup:]
-    return (statistics.median(r["tokens_per_s"] for r in records), statistics.median(r["step_ms"] for r in records),
-            statistics.median(r.get("comm_wait_ms", 0.0) for r in records))
+    return median_step_metrics(metrics, args.warmup)
 
 
 def pytorch_worker(rank, world, port, args, out):

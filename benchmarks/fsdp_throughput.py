@@ -12,7 +12,6 @@ PREMUL_SUM), as ddx's are. --ddx-strategy ddp runs the ddx side with DDP instead
 --ddx-flags='--prefetch 2' passes more flags to ddx train (write it with '=').
 """
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -28,6 +27,7 @@ import torch.multiprocessing as mp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 from gpt2_module import GPT2, train_step  # noqa: E402
+from ddx_metrics import median_step_metrics  # noqa: E402
 from train_throughput import PRESETS  # noqa: E402
 
 
@@ -44,10 +44,7 @@ def ddx_run(args, workdir):
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
     if done.returncode != 0:
         sys.exit(f"ddx failed (exit {done.returncode}):\n{done.stdout[-4000:]}")
-    with open(metrics) as f:
-        records = [json.loads(line) for line in f][args.warmup:]
-    return (statistics.median(r["tokens_per_s"] for r in records), statistics.median(r["step_ms"] for r in records),
-            statistics.median(r.get("comm_wait_ms", 0.0) for r in records))
+    return median_step_metrics(metrics, args.warmup)
 
 
 def pytorch_worker(rank, world, port, args, out):

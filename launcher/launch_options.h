@@ -31,11 +31,9 @@ void validate(LaunchOptions& options);
 // PATH lookup like execvp's; throws UsageError when not found or not executable.
 std::string resolve_executable(const std::string& name);
 
-// A TCP port that was free a moment ago (bind to port 0 and read it back). Another process can
-// take it before the workers bind it; torchrun --standalone has the same race.
-int pick_free_port();
-
 // A socket bound to a free port and listening (close-on-exec); returns the fd and sets `port`.
+// Picking a port and closing it again (torchrun --standalone) lets another process take it
+// before the workers bind it; holding it open does not.
 int listen_on_free_port(int& port);
 
 }  // namespace ddx::launcher
