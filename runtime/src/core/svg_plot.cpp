@@ -48,7 +48,18 @@ std::string fmt(double v) {
 std::vector<double> ticks(const Axis& a, double data_lo, double data_hi) {
   std::vector<double> out;
   if (a.log) {
-    const double span = a.hi - a.lo;
+    const double span = a.hi - a.lo;  // in powers of two
+    if (span > 24) {
+      // Many decades (e.g. relative differences from 1e-16 to 1e-3): label powers of ten, not
+      // powers of two whose decimal forms read as noise (8.88e-16, 1.42e-14, ...).
+      const double lo10 = a.lo * std::log10(2.0), hi10 = a.hi * std::log10(2.0);
+      const int step10 = std::max(1, static_cast<int>(std::ceil((hi10 - lo10) / 8)));
+      for (int e = static_cast<int>(std::floor(lo10)); e <= static_cast<int>(std::ceil(hi10)); e += step10) {
+        const double v = std::pow(10.0, e);
+        if (a.t(v) >= a.lo - 1e-9 && a.t(v) <= a.hi + 1e-9) out.push_back(v);
+      }
+      return out;
+    }
     const int step = std::max(1, static_cast<int>(std::ceil(span / 8)));
     for (int e = static_cast<int>(std::floor(a.lo)); e <= static_cast<int>(std::ceil(a.hi)); e += step) {
       const double v = std::ldexp(1.0, e);
