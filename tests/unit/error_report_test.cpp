@@ -30,6 +30,19 @@ class ErrorFileTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The watchdog reports a collective stuck on another thread: its own stack would mislead, so
+// the report carries none (the launcher's table then shows the message only).
+TEST_F(ErrorFileTest, ReportWithoutStackHasNoFrames) {
+  std::string file = path("error.json");
+  ::setenv("TORCHELASTIC_ERROR_FILE", file.c_str(), 1);
+  ddx::write_error_report("ddx watchdog: all_reduce #5 on group world timed out after 3 s", 9, /*with_stack=*/false);
+  auto summary = ddx::read_error_file(file);
+  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->message, "ddx watchdog: all_reduce #5 on group world timed out after 3 s");
+  EXPECT_TRUE(summary->frames.empty());
+}
+
 TEST_F(ErrorFileTest, WriteErrorReportRoundTrips) {
   std::string file = path("error.json");
   ::setenv("TORCHELASTIC_ERROR_FILE", file.c_str(), 1);

@@ -24,8 +24,10 @@ void install_error_handlers();
 void set_error_report_rank(int rank, int local_rank, int world_size);
 
 // Writes the error file for an error caught by the caller (e.g. a collective timeout the
-// caller turns into an exit code) and prints it; does not exit.
-void write_error_report(const std::string& message, int exit_code);
+// caller turns into an exit code) and prints it; does not exit. `with_stack`: include the
+// calling thread's stack; false when that thread is not where the error is (the watchdog's
+// own thread reporting a collective stuck elsewhere: its frames would only mislead).
+void write_error_report(const std::string& message, int exit_code, bool with_stack = true);
 
 struct StackFrame {
   std::string function;

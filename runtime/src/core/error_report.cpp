@@ -211,9 +211,9 @@ void set_error_report_rank(int rank, int local_rank, int world_size) {
   g_world_size = world_size;
 }
 
-void write_error_report(const std::string& message, int exit_code) {
+void write_error_report(const std::string& message, int exit_code, bool with_stack) {
   detail::ErrorReport r = make_report(message, exit_code);
-  r.frames = detail::capture_current_stack();
+  if (with_stack) r.frames = detail::capture_current_stack();
   publish(r);
 }
 

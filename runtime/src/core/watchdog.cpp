@@ -364,9 +364,11 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
       const bool all = wait_for_peer_dumps();
       if (!all) log::warn("ddx watchdog: not every rank confirmed its dump; aborting anyway");
       dump(fatal.reason);  // again, now with what we learned about the peers
+      // The op, its call site and the peers' state are in the message and the dump; this
+      // thread's stack is the watchdog's, not the stuck caller's.
       write_error_report("ddx watchdog: " + fatal.reason +
                              (path.empty() ? std::string() : "; flight recorder: " + path),
-                         kExitWatchdog);
+                         kExitWatchdog, /*with_stack=*/false);
       exit_(kExitWatchdog);
       break;
     }
