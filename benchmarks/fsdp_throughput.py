@@ -14,11 +14,9 @@ PREMUL_SUM), as ddx's are. --ddx-strategy ddp runs the ddx side with DDP instead
 import argparse
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torch.distributed as dist
@@ -26,7 +24,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from gpt2_module import GPT2, train_step  # noqa: E402
+from gpt2_module import GPT2, median_step_seconds  # noqa: E402
 from ddx_metrics import median_step_metrics  # noqa: E402
 from train_throughput import PRESETS  # noqa: E402
 
@@ -64,17 +62,9 @@ def pytorch_worker(rank, world, port, args, out):
             m.set_gradient_divide_factor(1.0)  # ddx sums gradients (the loss holds the 1/tokens)
             m.set_force_sum_reduction_for_comms(True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    vocab = PRESETS[args.model]["vocab_size"]
-    times = []
-    for step in range(args.steps):
-        tokens = torch.randint(0, vocab, (args.batch, args.seq + 1))
-        dist.barrier()
-        t0 = time.perf_counter()
-        train_step(model, optimizer, tokens[:, :-1], tokens[:, 1:])
-        if step >= args.warmup:
-            times.append(time.perf_counter() - t0)
+    seconds = median_step_seconds(model, optimizer, PRESETS[args.model]["vocab_size"], args, dist.barrier)
     if rank == 0:
-        out.put(statistics.median(times))
+        out.put(seconds)
     dist.destroy_process_group()
 
 

@@ -62,3 +62,20 @@ def train_step(model, optimizer, tokens, labels):
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return loss.item()
+
+
+def median_step_seconds(model, optimizer, vocab, args, barrier):
+    """Median seconds of a training step on random tokens (args.batch x args.seq) over
+    args.steps steps, the first args.warmup untimed; `barrier` lines the ranks up before each."""
+    import statistics
+    import time
+
+    times = []
+    for step in range(args.steps):
+        tokens = torch.randint(0, vocab, (args.batch, args.seq + 1))
+        barrier()
+        t0 = time.perf_counter()
+        train_step(model, optimizer, tokens[:, :-1], tokens[:, 1:])
+        if step >= args.warmup:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)

@@ -14,9 +14,7 @@
 // Checks: every step's loss within 1e-5 relative, the global gradient norm within 1e-4
 // relative, final weights within 1e-4 of the largest weight (train_test's measure), and no
 // process of either run left behind.
-//
-// DDX_FSDP_REFERENCE_STRATEGY=ddp runs the same comparison against ddx DDP: a check of the
-// harness itself (the per-step losses of all ddx strategies agree within 1e-5).
+
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -48,11 +46,6 @@ constexpr double kLossRtol = 1e-5;
 constexpr double kGradNormRtol = 1e-4;
 constexpr double kWeightTolOfScale = 1e-4;
 constexpr int kRunTimeoutS = 150;
-
-std::string strategy_under_test() {
-  const char* s = std::getenv("DDX_FSDP_REFERENCE_STRATEGY");
-  return s && *s ? s : "fsdp";
-}
 
 // Exactly kRanks x kBatchPerRank blocks of kSeqLength + 1 tokens under the byte tokenizer:
 // num_blocks = (tokens - 1) / T. ASCII words from a fixed LCG; ends with the newline ddx would
@@ -148,7 +141,7 @@ class FsdpReferenceTest : public ::testing::Test {
 
   RunResult run_ddx(const std::string& name, std::vector<std::string> flags) {
     std::vector<std::string> argv = {DDX_BIN, "launch", "--nproc-per-node", std::to_string(kRanks), "--"};
-    std::vector<std::string> extra = {"--strategy", strategy_under_test(), "-b", std::to_string(kBatchPerRank),
+    std::vector<std::string> extra = {"--strategy", "fsdp", "-b", std::to_string(kBatchPerRank),
                                       "--lr", "3e-3", "--max-steps", std::to_string(kSteps), "--final-weights",
                                       path(name + ".safetensors")};
     extra.insert(extra.end(), flags.begin(), flags.end());
@@ -214,7 +207,6 @@ TEST_F(FsdpReferenceTest, MatchesPyTorchFsdp2AtTwoRanks) {
 
 // Options that change when parameters are gathered and what is kept, never the arithmetic.
 TEST_F(FsdpReferenceTest, ScheduleOptionsMatchPyTorchFsdp2) {
-  if (strategy_under_test() != "fsdp") GTEST_SKIP() << "FSDP options";
   ASSERT_NO_FATAL_FAILURE(run_reference());
   auto r = run_ddx("ddx_options", {"--no-reshard-after-forward", "--prefetch", "2", "--checkpoint-activations"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -8,6 +8,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/text.h"
 #include "models/safetensors.h"
 
 namespace ddx::models {
@@ -65,12 +66,6 @@ bool ignorable(const ModelConfig& config, const std::string& hf) {
   if (config.tie_embeddings && hf == "lm_head.weight") return true;
   if (config.family == Family::Gpt2) return ends_with(hf, ".attn.bias") || ends_with(hf, ".attn.masked_bias");
   return ends_with(hf, ".rotary_emb.inv_freq");
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 }  // namespace

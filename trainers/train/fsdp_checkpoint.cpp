@@ -154,10 +154,7 @@ std::unique_ptr<CheckpointRows> CheckpointRows::open(const std::string& dir, con
 
 const models::TensorInfo* CheckpointRows::find(const std::string& file, const std::string& tensor) const {
   auto it = files_.find(file);
-  if (it == files_.end()) {
-    auto& cache = const_cast<std::map<std::string, std::map<std::string, models::TensorInfo>>&>(files_);
-    it = cache.emplace(file, models::read_safetensors_index((fs::path(dir_) / file).string())).first;
-  }
+  if (it == files_.end()) it = files_.emplace(file, models::read_safetensors_index((fs::path(dir_) / file).string())).first;
   auto t = it->second.find(tensor);
   return t == it->second.end() ? nullptr : &t->second;
 }
@@ -191,12 +188,15 @@ torch::Tensor CheckpointRows::rows(const std::string& name, int64_t begin, int64
   return t;
 }
 
-std::optional<AdamWState> CheckpointRows::optimizer_rows(const std::string& name, int64_t begin, int64_t end) const {
+std::optional<AdamWState> CheckpointRows::optimizer_rows(const std::string& name, int64_t begin, int64_t end,
+                                                         const torch::Tensor& like) const {
   if (begin >= end) return std::nullopt;
   AdamWState s;
   s.exp_avg = assemble(name, ".exp_avg", begin, end);
   s.exp_avg_sq = assemble(name, ".exp_avg_sq", begin, end);
   if (!s.exp_avg.defined() || !s.exp_avg_sq.defined()) return std::nullopt;
+  s.exp_avg = s.exp_avg.to(like.device(), like.scalar_type());
+  s.exp_avg_sq = s.exp_avg_sq.to(like.device(), like.scalar_type());
   for (const Piece& piece : pieces_.at(name)) {
     if (std::max(begin, piece.row_begin) >= std::min(end, piece.row_end)) continue;
     const models::TensorInfo* step = find(sharded_ ? piece.file : optimizer_file_, name + ".step");

@@ -66,8 +66,10 @@ class CheckpointRows {
 
   // Rows [begin, end) of dim 0 of a parameter, on CPU in the file's dtype.
   torch::Tensor rows(const std::string& name, int64_t begin, int64_t end) const;
-  // The AdamW state of those rows, or nullopt when the checkpoint has none for the parameter.
-  std::optional<AdamWState> optimizer_rows(const std::string& name, int64_t begin, int64_t end) const;
+  // The AdamW state of those rows on the device and in the dtype of `like` (the parameter
+  // rows it will update), or nullopt when the checkpoint has none for the parameter.
+  std::optional<AdamWState> optimizer_rows(const std::string& name, int64_t begin, int64_t end,
+                                           const torch::Tensor& like) const;
 
  private:
   struct Piece {
@@ -82,7 +84,8 @@ class CheckpointRows {
   int world_size_ = 1;
   ParameterShapes parameters_;
   std::map<std::string, std::vector<Piece>> pieces_;                          // per parameter
-  std::map<std::string, std::map<std::string, models::TensorInfo>> files_;    // per file: its tensors
+  // Per file: its tensors, read on first use (a rank reads only the shards holding its rows).
+  mutable std::map<std::string, std::map<std::string, models::TensorInfo>> files_;
   std::string optimizer_file_;  // unsharded layout: optimizer.safetensors, if present
 };
 

@@ -365,12 +365,9 @@ void FsdpStrategy::load_state(const std::string& dir) {
   auto reader = CheckpointRows::open(dir, parameter_shapes());
   std::map<std::string, AdamWState> state;
   for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
-    unit.owned_rows(i).copy_(reader->rows(p.name, begin, end));
-    if (auto s = reader->optimizer_rows(p.name, begin, end)) {
-      s->exp_avg = s->exp_avg.to(unit.flat_shard().device(), unit.flat_shard().scalar_type());
-      s->exp_avg_sq = s->exp_avg_sq.to(unit.flat_shard().device(), unit.flat_shard().scalar_type());
-      state[p.name] = std::move(*s);
-    }
+    torch::Tensor rows = unit.owned_rows(i);
+    rows.copy_(reader->rows(p.name, begin, end));
+    if (auto s = reader->optimizer_rows(p.name, begin, end, rows)) state[p.name] = std::move(*s);
   });
   optimizer_->state() = std::move(state);
 }

@@ -219,6 +219,4 @@ int64_t FsdpUnit::unsharded_gradient_bytes() const {
   return total;
 }
 
-int64_t FsdpUnit::shard_grad_bytes() const { return bytes_of(shard_grad_); }
-
 }  // namespace ddx::train

@@ -68,7 +68,6 @@ class FsdpUnit {
   // Waits and accumulates the result into the shard's gradient (shard dtype and device).
   // Returns the seconds spent waiting.
   double finish_reduce_scatter();
-  void drop_unsharded_gradients();
 
   // The whole parameters from every rank's master shard, float32 on CPU (collective).
   std::vector<torch::Tensor> gather_full_float32(Group& group) const;
@@ -79,10 +78,10 @@ class FsdpUnit {
   int64_t transient_bytes() const;
   int64_t unsharded_gradient_bytes() const;
   int64_t shard_bytes() const { return shard_.numel() * static_cast<int64_t>(shard_.element_size()); }
-  int64_t shard_grad_bytes() const;
 
  private:
   void allocate_unsharded();
+  void drop_unsharded_gradients();
   // Views of a [W * shard_numel] buffer and a [numel] parameter, row block of rank r.
   void copy_out(const torch::Tensor& gathered, torch::Tensor& full, size_t i) const;
   void copy_in(const torch::Tensor& full, torch::Tensor& gathered, size_t i) const;

@@ -104,11 +104,7 @@ void ReplicatedStrategy::load_state(const std::string& dir) {
     torch::NoGradGuard no_grad;
     for (auto& [name, t] : targets) {
       t.copy_(reader->rows(name, 0, t.size(0)));
-      if (auto s = reader->optimizer_rows(name, 0, t.size(0))) {
-        s->exp_avg = s->exp_avg.to(t.device(), t.scalar_type());
-        s->exp_avg_sq = s->exp_avg_sq.to(t.device(), t.scalar_type());
-        state[name] = std::move(*s);
-      }
+      if (auto s = reader->optimizer_rows(name, 0, t.size(0), t)) state[name] = std::move(*s);
     }
     optimizer_->state() = std::move(state);
     return;
