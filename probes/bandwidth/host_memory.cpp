@@ -1,17 +1,19 @@
 #include "bandwidth/host_memory.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include "ddx/env.h"
 
 namespace ddx::bw {
 
 size_t available_host_memory() {
   // Test-only override, so tests can prove that sizes too large are reduced without
-  // allocating the machine's memory. Deliberately not a flag.
-  if (const char* forced = std::getenv("DDX_TEST_HOST_MEMORY"); forced && *forced) {
-    return static_cast<size_t>(std::strtoull(forced, nullptr, 10));
+  // allocating the machine's memory. Deliberately not a flag. Parsed strictly: a malformed
+  // value read as 0 would mean "unknown", i.e. no limit, and the test would prove nothing.
+  if (auto forced = env_get(current_env(), "DDX_TEST_HOST_MEMORY")) {
+    return static_cast<size_t>(parse_int("DDX_TEST_HOST_MEMORY", *forced, 1, std::numeric_limits<long long>::max()));
   }
   std::ifstream in("/proc/meminfo");
   std::string line;

@@ -70,6 +70,13 @@ void TestPerturbation::before_launch(Collective c) const {
   }
 }
 
+bool TestPerturbation::corrupts(Collective c) const {
+  for (const auto& it : items_) {
+    if (it.corrupt && matches(it.op, c, false)) return true;
+  }
+  return false;
+}
+
 void TestPerturbation::after_complete(Collective c, DataType t, void* output, size_t count) const {
   if (count == 0) return;
   for (const auto& it : items_) {

@@ -22,6 +22,9 @@ class TestPerturbation {
   static TestPerturbation parse(const std::string& spec, int rank);
 
   bool empty() const { return items_.empty(); }
+  // Whether after_complete would change the output of this op: engines whose results live on
+  // a device copy them to the host only then, so a delay-only spec leaves timing untouched.
+  bool corrupts(Collective c) const;
   // Sleeps when a delay matches the op about to launch.
   void before_launch(Collective c) const;
   // Adds 1 to element 0 of `output` when a corruption matches.

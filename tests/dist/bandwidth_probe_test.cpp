@@ -2,8 +2,9 @@
 // the mpi engine under mpiexec at 2 and 4 ranks with #wrong = 0 on every collective; a
 // deliberately corrupted result counted as wrong (both engines); pairwise mode naming a rank
 // slowed on purpose (both engines); a hung rank ending the probe within -T; sizes reduced to
-// fit memory; bad flags; the nccl engine's one-line error without a GPU. Timings are never
-// asserted, only that each job finishes within its hard timeout.
+// fit memory; bad flags; the nccl engine on a GPU (#wrong = 0 at world size 1), or its
+// one-line error without one. Timings are never asserted, only that each job finishes within
+// its hard timeout.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpus.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -176,6 +178,12 @@ TEST(BandwidthProbe, SizesBeyondMemoryAreReducedNotFatal) {
                         {{"DDX_TEST_HOST_MEMORY", "4000000"}});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("# Reducing maxBytes to 533312 due to memory limitation"), std::string::npos) << r.output;
+  // A malformed test limit is refused, not read as "unknown memory, no limit".
+  RunResult bad = run_cmd(dir, {DDX_BIN, "probe", "bandwidth", "--engine", "gloo", "-b", "1K", "-e", "1T", "-n", "1"},
+                          {{"DDX_TEST_HOST_MEMORY", "4e6"}}, 60);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("ddx: error: DDX_TEST_HOST_MEMORY='4e6' is not an integer"), std::string::npos)
+      << bad.output;
 }
 
 TEST(BandwidthProbe, BadFlagsFailWithOneLineAndExit2) {
@@ -200,14 +208,25 @@ TEST(BandwidthProbe, BadFlagsFailWithOneLineAndExit2) {
   }
 }
 
-TEST(BandwidthProbe, NcclEngineWithoutGpuSaysSoInOneLine) {
-  if (::access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "a GPU is present; the nccl engine would run";
+// With a GPU the nccl engine runs every collective at world size 1 with no wrong element;
+// without one (or in a ddx built without CUDA) it says why in one line.
+TEST(BandwidthProbe, NcclEngineRunsOnAGpuAndSaysWhyNotWithout) {
   const std::string dir = scratch("nccl");
+  if (gpus_for_ddx() >= 1) {
+    std::vector<std::string> argv{DDX_BIN, "probe", "bandwidth"};
+    for (const auto& arg : all_ops("nccl", dir + "/bw.json")) argv.push_back(arg);
+    RunResult r = run_cmd(dir, argv);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+    expect_all_correct(dir + "/bw.json", 1, "nccl");
+    return;
+  }
   RunResult r = run_cmd(dir, {DDX_BIN, "probe", "bandwidth", "--engine", "nccl", "-b", "1K", "-e", "1K"}, {}, 60);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(r.output.find("--engine nccl: no GPU is visible to rank 0") != std::string::npos ||
-              r.output.find("--engine nccl: this ddx was built without the CUDA toolkit") != std::string::npos)
-      << r.output;
+  const std::string why = DDX_BUILT_WITH_CUDA ? "ddx: error: --engine nccl: no GPU is visible to rank 0"
+                                              : "ddx: error: --engine nccl: this ddx was built without the CUDA toolkit";
+  EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("ddx: error:"), r.output.rfind("ddx: error:")) << "one error line\n" << r.output;
 }
 
 TEST(BandwidthProbe, SingleRankRunsWithoutALauncher) {

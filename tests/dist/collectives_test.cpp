@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -80,6 +81,18 @@ TEST(Selfcheck, ReportsCorruptedResultWithRankAndOffset) {
   EXPECT_EQ(report["failed"].get<int>(), 1);
 }
 
+// A DDX_* variable leaked into the test run's own environment (as if set around ctest) does not
+// reach the workers: the same corruption that fails the test above is set here in this
+// process, and the selfcheck still passes, because every test starts its processes without
+// the DDX_* variables it did not set itself (process_helpers.h).
+TEST(Selfcheck, LeakedTestVariableDoesNotReachWorkers) {
+  ASSERT_EQ(::setenv("DDX_TEST_PERTURB", "corrupt:all_gather:1", 1), 0);
+  RunResult r = run_cmd("leaked", launch(2, {DDX_BIN, "probe", "selfcheck", "--sizes", "7", "--dtypes", "float32"}));
+  ::unsetenv("DDX_TEST_PERTURB");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all PASS"), std::string::npos) << r.output;
+}
+
 TEST(ProcessGroups, MeshAndSubgroups) {
   RunResult r = run_cmd("mesh", launch(4, {DDX_PG_WORKER, "mesh"}));
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -92,21 +105,44 @@ TEST(ProcessGroups, RecordsNumberAndLabelEveryOp) {
   EXPECT_NE(r.output.find("PASS records rank 1"), std::string::npos) << r.output;
 }
 
+// Every number the worker prints after `marker` ("rank 0 shutdown took " -> 0.01, ...), in order.
+std::vector<double> seconds_after(const std::string& output, const std::string& marker) {
+  std::vector<double> found;
+  for (size_t at = output.find(marker); at != std::string::npos; at = output.find(marker, at + 1)) {
+    found.push_back(std::atof(output.c_str() + at + marker.size()));
+  }
+  return found;
+}
+
 // A collective whose peer never joins fails at the group's timeout (2 s here, not c10d's
-// 30 min) with an error naming op and group; shutting down afterwards does not block.
+// 30 min) with an error naming op and group; shutting down afterwards does not block: every
+// rank's shutdown takes well under one collective timeout.
 TEST(ProcessGroups, CollectiveTimeoutIsReportedAndShutdownIsPrompt) {
   RunResult r = run_cmd("timeout", launch(2, {DDX_PG_WORKER, "timeout"}), {}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("all_reduce(sum) #1 on group world (gloo"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PASS timeout rank 0"), std::string::npos) << r.output;
+  const auto timeout = seconds_after(r.output, "collective timeout ");
+  ASSERT_EQ(timeout.size(), 2u) << r.output;
+  const auto error_after = seconds_after(r.output, "rank 0 error after ");
+  ASSERT_EQ(error_after.size(), 1u) << r.output;
+  EXPECT_GE(error_after[0], 0.9 * timeout[0]) << r.output;  // it did wait for the timeout
+  const auto shutdowns = seconds_after(r.output, " shutdown took ");
+  ASSERT_EQ(shutdowns.size(), 2u) << r.output;
+  for (double s : shutdowns) EXPECT_LT(s, 0.5 * timeout[0]) << r.output;
 }
 
 // Shutdown with an operation still pending returns at once instead of waiting out the
-// collective timeout (10 min in this scenario; the test's own timeout is 60 s).
+// collective timeout (10 min in this scenario) or the peers' check-out through the store
+// (whose timeout is 30 s): it must take under 1 % of the collective timeout.
 TEST(ProcessGroups, ShutdownWithPendingOpDoesNotBlock) {
   RunResult r = run_cmd("pending", launch(2, {DDX_PG_WORKER, "shutdown-pending"}), {}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("shutdown with a pending op took"), std::string::npos) << r.output;
+  const auto timeout = seconds_after(r.output, "collective timeout ");
+  ASSERT_EQ(timeout.size(), 2u) << r.output;
+  const auto shutdown = seconds_after(r.output, "shutdown with a pending op took ");
+  ASSERT_EQ(shutdown.size(), 1u) << r.output;
+  EXPECT_LT(shutdown[0], 0.01 * timeout[0]) << r.output;
 }
 
 // Layer-level parity in fp64 (bucketed all-reduce; sharded all-gather and reduce-scatter)

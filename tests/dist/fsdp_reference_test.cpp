@@ -15,7 +15,6 @@
 // relative, final weights within 1e-4 of the largest weight (train_test's measure), and no
 // process of either run left behind.
 
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -65,23 +64,6 @@ std::string one_global_batch_of_text() {
   return text + "\n";
 }
 
-// Processes of a finished run still alive: members of its process group, or any process whose
-// command line mentions the run's scratch folder (ddx launch puts workers in their own group).
-std::vector<pid_t> leftovers(pid_t group, const std::string& needle) {
-  std::vector<pid_t> found;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return found;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
-    if (pid <= 0 || pid == ::getpid() || !process_alive(pid)) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (::getpgid(pid) == group || cmdline.find(needle) != std::string::npos) found.push_back(pid);
-  }
-  ::closedir(proc);
-  return found;
-}
-
 class FsdpReferenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -109,9 +91,9 @@ class FsdpReferenceTest : public ::testing::Test {
         r.exit_code = WEXITSTATUS(*status);
       }
     }  // a timed-out child's process group is killed here
-    std::vector<pid_t> left = leftovers(group, dir_);
+    std::vector<pid_t> left = processes_left(dir_, group);
     EXPECT_TRUE(wait_until_dead(left, std::chrono::seconds(10))) << name << ": processes left behind";
-    for (pid_t pid : leftovers(group, dir_)) ::kill(pid, SIGKILL);
+    for (pid_t pid : processes_left(dir_, group)) ::kill(pid, SIGKILL);
     return r;
   }
 

@@ -1,19 +1,18 @@
 // `ddx probe hang` end to end with real processes: every scenario with Gloo at 2 and 4 ranks and
 // several culprits (rank 0 among them). The verdict must name the planted rank and op, arrive
 // within the timeout plus 10 s of the job starting to hang, and leave no process behind. Also
-// `ddx analyze` on the dumps such a run leaves, and --check-collectives failing at once.
+// `ddx analyze` on the dumps such a run leaves, --check-collectives failing at once, and
+// --backend nccl: run like Gloo where there is a GPU per rank, refused in one line elsewhere.
 #include <gtest/gtest.h>
-#include <dirent.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "gpus.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -21,29 +20,7 @@ namespace {
 
 constexpr int kTimeoutS = 2;  // --timeout of every run
 
-std::string scratch(const std::string& tag) {
-  auto dir = std::filesystem::path(DDX_BINARY_DIR) / "test-scratch" /
-             ("hang-" + tag + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-
-// Processes whose command line mentions `needle` (the run's unique trace dir).
-std::vector<pid_t> processes_mentioning(const std::string& needle) {
-  std::vector<pid_t> found;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return found;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
-    if (pid <= 0 || pid == ::getpid()) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(needle) != std::string::npos && process_alive(pid)) found.push_back(pid);
-  }
-  ::closedir(proc);
-  return found;
-}
+std::string scratch(const std::string& tag) { return scratch_dir("hang", tag); }
 
 struct ProbeRun {
   int exit_code = -1;
@@ -94,11 +71,12 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 class HangScenario : public ::testing::TestWithParam<Case> {};
 
-TEST_P(HangScenario, VerdictNamesThePlantedCulpritInTimeAndNothingIsLeftBehind) {
-  const Case c = GetParam();
-  ProbeRun run = run_probe(case_name({c, 0}),
+// Runs one scenario on `backend` and checks the verdict, its timing and the cleanup.
+void expect_verdict(const Case& c, const std::string& backend) {
+  ProbeRun run = run_probe(backend + "_" + case_name({c, 0}),
                            {"--scenario", c.scenario, "--culprit-rank", std::to_string(c.culprit), "-np",
-                            std::to_string(c.np), "--timeout", std::to_string(kTimeoutS) + "s", "--quiet"});
+                            std::to_string(c.np), "--timeout", std::to_string(kTimeoutS) + "s", "--quiet",
+                            "--backend", backend});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   if (c.scenario == "healthy") {
     EXPECT_NE(run.output.find("no problem found"), std::string::npos) << run.output;
@@ -113,10 +91,12 @@ TEST_P(HangScenario, VerdictNamesThePlantedCulpritInTimeAndNothingIsLeftBehind) 
     // The verdict arrives within the timeout plus 10 s of the fault.
     EXPECT_LT(verdict_seconds(run.output), kTimeoutS + 10.0) << run.output;
   }
-  EXPECT_TRUE(wait_until_dead(processes_mentioning(run.trace_dir), std::chrono::seconds(5)))
+  EXPECT_TRUE(wait_until_dead(processes_left(run.trace_dir), std::chrono::seconds(5)))
       << "processes left behind";
-  EXPECT_TRUE(processes_mentioning(run.trace_dir).empty());
+  EXPECT_TRUE(processes_left(run.trace_dir).empty());
 }
+
+TEST_P(HangScenario, VerdictNamesThePlantedCulpritInTimeAndNothingIsLeftBehind) { expect_verdict(GetParam(), "gloo"); }
 
 // 2 ranks: both culprits; 4 ranks: rank 0 for half the scenarios, a middle or last rank for
 // the others. Two runs of 2 ranks and one of 4 per scenario keep CI time reasonable.
@@ -171,7 +151,7 @@ TEST(HangProbe, AnalyzeReadsTheDumpsAsTextAndJson) {
 TEST(HangProbe, BadFlagsAreOneLineAndExitTwo) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--scenario", "nope"}, {"--culprit-rank", "5", "-np", "2"}, {"--timeout", "soon"},
-           {"--scenario", "p2p-deadlock", "-np", "3"}, {"--backend", "nccl"}}) {
+           {"--scenario", "p2p-deadlock", "-np", "3"}}) {
     const std::string dir = scratch("badflags");
     std::vector<std::string> argv{DDX_BIN, "probe", "hang"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -181,6 +161,25 @@ TEST(HangProbe, BadFlagsAreOneLineAndExitTwo) {
     EXPECT_EQ(WEXITSTATUS(*status), 2) << child.output();
     EXPECT_EQ(child.output().rfind("ddx: error: ", 0), 0u) << child.output();
   }
+}
+
+// --backend nccl needs a GPU per rank: with them the probe names the culprit as on Gloo; with
+// fewer (a CPU-only host, or a ddx built without CUDA) it is refused at once, saying how many
+// this host has.
+TEST(HangProbe, NcclBackendRunsWithAGpuPerRankAndIsRefusedWithFewer) {
+  const int gpus = gpus_for_ddx();
+  if (gpus >= 2) {
+    expect_verdict({"healthy", 2, 0}, "nccl");
+    expect_verdict({"missing-collective", 2, 1}, "nccl");
+    return;
+  }
+  ProbeRun run = run_probe("nccl-refused", {"--backend", "nccl", "-np", "2"}, 30);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_EQ(run.output.rfind("ddx: error: --backend nccl needs one CUDA device per rank: -np 2, but this host has " +
+                                 std::to_string(gpus) + "\n",
+                             0),
+            0u)
+      << run.output;
 }
 
 }  // namespace

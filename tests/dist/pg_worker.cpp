@@ -317,6 +317,9 @@ int main(int argc, char** argv) {
   set_error_report_rank(info.rank, info.local_rank, info.world_size);
   const int timeout_ms = scenario == "timeout" ? 2000 : 600000;
   auto world = World::init(info, options(timeout_ms));
+  // The tests bound how long shutdown may take relative to it.
+  std::printf("rank %d collective timeout %.1f s\n", info.rank, timeout_ms / 1e3);
+  std::fflush(stdout);  // shutdown-pending leaves through _Exit, which flushes nothing
   if (scenario == "mesh") mesh(*world);
   else if (scenario == "records") records(*world);
   else if (scenario == "timeout") timeout(*world);

@@ -2,6 +2,7 @@
 // Starting, waiting for and cleaning up real processes in tests. Every child runs in its own
 // process group with its output in a file; the destructor kills the group, so a failing
 // assertion never leaves processes behind.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -58,6 +60,28 @@ inline bool wait_until_dead(const std::vector<pid_t>& pids, std::chrono::millise
   }
 }
 
+// Processes other than this one, alive, whose command line mentions `needle` (a run's unique
+// scratch folder) or that belong to process group `group` (-1: none): what a finished run
+// left behind. `ddx launch` puts its workers in their own group, hence the command line.
+inline std::vector<pid_t> processes_left(const std::string& needle, pid_t group = -1) {
+  std::vector<pid_t> found;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return found;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+    if (pid <= 0 || pid == ::getpid() || !process_alive(pid)) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if ((group > 0 && ::getpgid(pid) == group) || cmdline.find(needle) != std::string::npos) found.push_back(pid);
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// The child's environment is this process's, without any DDX_* variable (test switches such as
+// DDX_TEST_PERTURB, fault injection, timeouts, trace folders): one such variable leaked into
+// the test run would otherwise reach every worker of every test. A test that wants one passes
+// it in `env_overrides`.
 class ChildProcess {
  public:
   ChildProcess(std::vector<std::string> argv, std::map<std::string, std::string> env_overrides,
@@ -67,7 +91,7 @@ class ChildProcess {
     for (char** e = environ; *e; ++e) {
       std::string entry = *e;
       size_t eq = entry.find('=');
-      if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+      if (eq != std::string::npos && entry.rfind("DDX_", 0) != 0) env[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
     for (const auto& key : env_removals) env.erase(key);
     for (const auto& [k, v] : env_overrides) env[k] = v;

@@ -84,16 +84,19 @@ class TrainTest : public ::testing::Test {
   }
 
   // Per-step relative loss difference stays within `tol`; final weights agree to 1e-4 of the
-  // model's largest weight, the parity suite's measure. (Per element or per tensor is the wrong
+  // model's largest weight, the parity suite's measure. `b` may be a resumed run whose records
+  // begin after step `b_from` (its continuation only): it is then compared with `a`'s last steps. (Per element or per tensor is the wrong
   // scale: GPT-2's key biases have an exactly zero true gradient — softmax ignores a constant
   // added to every key — so Adam turns last-bit gradient noise there into updates of ~lr/100
   // per step in both runs, differently.)
-  void expect_same_run(const std::string& a, const std::string& b, double tol) {
+  void expect_same_run(const std::string& a, const std::string& b, double tol, size_t b_from = 0) {
     auto la = losses(a), lb = losses(b);
-    ASSERT_EQ(la.size(), lb.size());
-    ASSERT_FALSE(la.empty());
-    for (size_t i = 0; i < la.size(); ++i) {
-      EXPECT_LE(std::fabs(la[i] - lb[i]) / std::fabs(la[i]), tol) << "step " << i + 1 << ": " << la[i] << " vs " << lb[i];
+    ASSERT_EQ(la.size(), b_from + lb.size());
+    ASSERT_FALSE(lb.empty());
+    ASSERT_EQ(records(b).front().at("step").get<size_t>(), b_from + 1);
+    for (size_t i = 0; i < lb.size(); ++i) {
+      const double x = la[b_from + i], y = lb[i];
+      EXPECT_LE(std::fabs(x - y) / std::fabs(x), tol) << "step " << b_from + i + 1 << ": " << x << " vs " << y;
     }
     auto wa = models::read_safetensors_index(weights(a)), wb = models::read_safetensors_index(weights(b));
     ASSERT_EQ(wa.size(), wb.size());

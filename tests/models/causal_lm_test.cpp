@@ -5,6 +5,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -68,12 +70,22 @@ TEST(InitParameter, IndependentOfThreadCountAndStableAcrossVersions) {
   EXPECT_NEAR(many.mean().item<double>(), 0.0, 1e-4);
   EXPECT_NEAR(many.std().item<double>(), 0.02, 1e-4);
   // Golden values: changing the generator silently changes every seeded run and every seed
-  // checkpoint, so it must be a deliberate edit here.
-  const torch::Tensor row = init_parameter(model_config_from_preset("debug"), "wte.weight", {259, 35}, 0, 0, 1);
-  // (Cross-checked against a Python transcription of the generator: splitmix64 + Box-Muller.)
-  const std::vector<float> golden = {-0.0141723938f, -0.0333820283f, 0.0381028764f,
-                                     0.0358853638f,  0.0202586241f,  0.0123986732f};
-  for (size_t i = 0; i < golden.size(); ++i) EXPECT_EQ(row[0][i].item<float>(), golden[i]) << i;
+  // checkpoint, so it must be a deliberate edit of tests/models/init_golden.json, whose values
+  // the CTest init_generator_reference checks against an independent Python transcription
+  // (tests/python/init_generator.py).
+  std::ifstream in(std::string(DDX_SOURCE_DIR) + "/tests/models/init_golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  ASSERT_GE(golden.at("cases").size(), 2u);
+  for (const auto& c : golden.at("cases")) {
+    const auto name = c.at("name").get<std::string>();
+    const auto row = c.at("row").get<int64_t>();
+    const torch::Tensor values = init_parameter(model_config_from_preset(c.at("preset").get<std::string>()), name,
+                                                c.at("shape").get<std::vector<int64_t>>(),
+                                                c.at("seed").get<uint64_t>(), row, row + 1);
+    const auto expected = c.at("values").get<std::vector<float>>();
+    for (size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(values[0][i].item<float>(), expected[i]) << name << " row " << row << " value " << i;
+  }
 }
 
 TEST(InitParameter, SeedNameAndRowAllMatterAndRulesFollowTheArchitecture) {

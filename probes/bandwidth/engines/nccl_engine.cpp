@@ -210,8 +210,10 @@ class NcclEngine : public Engine {
         nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm_);
         break;
     }
-    if (!perturb_.empty()) {
-      // Test-only: corrupt on the host after the op (slow, never used for timing figures).
+    if (perturb_.corrupts(c.collective)) {
+      // Test-only: corrupt on the host after the op (slow, never used for timing figures). Only
+      // for an op a corrupt spec names: a delay spec must leave the stream asynchronous, or the
+      // pairwise test would time every rank's ops serialised, not just the delayed rank's.
       wait_all();
       const size_t n = c.collective == Collective::AllGather || c.collective == Collective::AllToAll
                            ? c.count * size_
