@@ -128,9 +128,10 @@ while IFS=$'\t' read -r page cmd; do
   fi
   if [[ $list_only == 1 ]]; then echo "$level  $page: $cmd"; continue; fi
   echo "run   $page: $cmd"
-  # `echo $?` is shown after a failing command: it sees that command's status.
+  # `echo $?` is shown after a failing command: it sees that command's status. No stdin:
+  # mpiexec would read the list of examples.
   set +e
-  (cd "$work" && eval "( exit $last_status ); $cmd") \
+  (cd "$work" && eval "( exit $last_status ); $cmd") < /dev/null \
       > "$work/.example.log" 2>&1
   status=$?
   set -e
