@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/usage_errors.h"
 #include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line naming the culprit, like every other bad input.
-    std::fprintf(stderr, "ddx: error: %s (see ddx --help)\n", e.what());
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::fprintf(stderr, "ddx: error: %s\n", ddx::cli::describe_parse_error(app, args, e).c_str());
     return ddx::kExitUsage;
   }
 

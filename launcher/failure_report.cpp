@@ -1,8 +1,11 @@
 #include "launcher/failure_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <iomanip>
 #include <sstream>
+
+#include "ddx/text.h"
 
 namespace ddx::launcher {
 namespace {
@@ -25,10 +28,28 @@ std::string frame_text(const StackFrame& f) {
   return text;
 }
 
+// How a rank failed, for grouping identical failures: status and first error line with every
+// run of digits as '#', so "rank 1 ..." and "rank 3 ..." (or pids) compare equal.
+std::string failure_way(const WorkerFailureInfo& w) {
+  std::string text = w.status + "\n" + (w.error ? w.error->message : w.last_stderr_line);
+  std::string out;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) {
+      out += c;
+    } else if (out.empty() || out.back() != '#') {
+      out += '#';
+    }
+  }
+  return out;
+}
+
 void print_details(std::ostringstream& out, const WorkerFailureInfo& w) {
   out << "\n" << (w.root_cause ? "Root cause" : "Also failed") << ": rank " << w.rank
       << " (local rank " << w.local_rank << ") on " << w.host << ", pid " << w.pid << ": "
       << w.status << "\n";
+  if (w.same_way.size() > 1) {
+    out << "  " << w.same_way.size() << " ranks failed the same way: " << ranks_text(w.same_way) << "\n";
+  }
   if (w.error) {
     if (!w.error->message.empty()) out << "  error:  " << w.error->message << "\n";
     size_t shown = std::min(kFramesShown, w.error->frames.size());
@@ -48,6 +69,32 @@ void print_details(std::ostringstream& out, const WorkerFailureInfo& w) {
 }
 
 }  // namespace
+
+int mark_root_cause(std::vector<WorkerFailureInfo>& workers) {
+  int first = -1;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    workers[i].root_cause = false;
+    workers[i].same_way.clear();
+    if (workers[i].outcome != WorkerOutcome::Failed) continue;
+    if (first < 0 || workers[i].exit_time < workers[first].exit_time ||
+        (workers[i].exit_time == workers[first].exit_time && workers[i].rank < workers[first].rank)) {
+      first = static_cast<int>(i);
+    }
+  }
+  if (first < 0) return -1;
+  const std::string way = failure_way(workers[first]);
+  int root = -1;
+  std::vector<int> ranks;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    if (workers[i].outcome != WorkerOutcome::Failed || failure_way(workers[i]) != way) continue;
+    ranks.push_back(workers[i].rank);
+    if (root < 0 || workers[i].rank < workers[root].rank) root = static_cast<int>(i);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  workers[root].root_cause = true;
+  workers[root].same_way = ranks;
+  return root;
+}
 
 std::string format_failure_report(const std::vector<WorkerFailureInfo>& workers, int attempt,
                                   int attempts_allowed) {
@@ -71,8 +118,14 @@ std::string format_failure_report(const std::vector<WorkerFailureInfo>& workers,
   for (const auto& w : workers) {
     if (w.root_cause) print_details(out, w);
   }
+  // Ranks that failed the same way as the root cause are listed with it, not repeated.
+  std::vector<int> same_way;
   for (const auto& w : workers) {
-    if (!w.root_cause && w.outcome == WorkerOutcome::Failed) print_details(out, w);
+    if (w.root_cause) same_way = w.same_way;
+  }
+  for (const auto& w : workers) {
+    const bool listed = std::find(same_way.begin(), same_way.end(), w.rank) != same_way.end();
+    if (!w.root_cause && !listed && w.outcome == WorkerOutcome::Failed) print_details(out, w);
   }
   return out.str();
 }

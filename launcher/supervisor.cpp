@@ -138,9 +138,16 @@ std::vector<OutputStream> output_streams(const WorkerGroup& group, const LaunchO
   return streams;
 }
 
+// Whether the launcher's own stop ended the worker: its signal (or SIGKILL after the grace
+// period), or the exit code a shell gives for it. Any other status is the worker's own error.
+bool ended_by_stop(int wait_status, int stop_signal) {
+  if (WIFSIGNALED(wait_status)) return WTERMSIG(wait_status) == stop_signal || WTERMSIG(wait_status) == SIGKILL;
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 0;
+  return code == 128 + stop_signal || code == 128 + SIGKILL;
+}
+
 std::vector<WorkerFailureInfo> describe_workers(const WorkerGroup& group, const OutputPump& pump,
-                                                const WorkerProcess* root_cause,
-                                                Clock::time_point stop_started) {
+                                                Clock::time_point stop_started, int stop_signal) {
   std::vector<WorkerFailureInfo> infos;
   std::string host = hostname();
   for (const auto& w : group.workers()) {
@@ -150,10 +157,10 @@ std::vector<WorkerFailureInfo> describe_workers(const WorkerGroup& group, const 
     info.host = host;
     info.pid = static_cast<int>(w.pid);
     info.status = describe_wait_status(w.wait_status);
-    info.root_cause = (&w == root_cause);
+    info.exit_time = w.exit_time;
     if (!w.failed()) {
       info.outcome = WorkerOutcome::Succeeded;
-    } else if (&w == root_cause || w.exit_time < stop_started) {
+    } else if (w.exit_time <= stop_started || !ended_by_stop(w.wait_status, stop_signal)) {
       info.outcome = WorkerOutcome::Failed;
     } else {
       info.outcome = WorkerOutcome::Stopped;
@@ -246,17 +253,17 @@ int run_supervised(const LaunchOptions& options) {
       if (restart > 0) say("all workers succeeded on attempt " + std::to_string(restart + 1));
       return 0;
     }
-    const WorkerProcess& root = *result.first_failure;
+    std::vector<WorkerFailureInfo> workers = describe_workers(group, pump, stop_started, stop_signal);
+    // The worker that ended the attempt failed before the stop, so there is a root cause.
+    const int root = mark_root_cause(workers);
     if (restart + 1 < attempts_allowed) {
-      say("attempt " + std::to_string(restart + 1) + " failed: rank " + std::to_string(root.slot.rank) +
-          " " + describe_wait_status(root.wait_status) + "; restarting the worker group (restart " +
+      say("attempt " + std::to_string(restart + 1) + " failed: rank " + std::to_string(workers[root].rank) +
+          " " + workers[root].status + "; restarting the worker group (restart " +
           std::to_string(restart + 1) + " of " + std::to_string(options.max_restarts) + ")");
       continue;
     }
-    copy_root_cause_error_file(launcher_env, root.slot.error_file);
-    std::fputs(format_failure_report(describe_workers(group, pump, &root, stop_started),
-                                     restart + 1, attempts_allowed).c_str(),
-               stderr);
+    copy_root_cause_error_file(launcher_env, group.workers()[root].slot.error_file);
+    std::fputs(format_failure_report(workers, restart + 1, attempts_allowed).c_str(), stderr);
     return 1;
   }
   return 1;

@@ -31,6 +31,11 @@ struct CollectiveVerdict {
 std::vector<CollectiveVerdict> evaluate(const SweepReport& report, const BandwidthOptions& o);
 // 0 when nothing was wrong and every --min-busbw was met, else 1.
 int exit_code(const std::vector<CollectiveVerdict>& verdicts);
+// Why the sweep failed, in one line naming the first failing collective and the size at fault
+// (the first wrong value, or the slowest size of a collective below --min-busbw); "" when it
+// passed. Every rank puts it in its error report, so a launcher's failure table shows it.
+std::string failure_text(const SweepReport& report, const std::vector<CollectiveVerdict>& verdicts,
+                         const BandwidthOptions& o);
 
 // Streams the table as rows arrive (nccl-tests prints each line as it is measured).
 class TextReport {

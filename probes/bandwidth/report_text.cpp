@@ -107,6 +107,38 @@ int exit_code(const std::vector<CollectiveVerdict>& verdicts) {
   return 0;
 }
 
+std::string failure_text(const SweepReport& report, const std::vector<CollectiveVerdict>& verdicts,
+                         const BandwidthOptions& o) {
+  for (const auto& v : verdicts) {
+    if (v.wrong_results == 0 && v.busbw_ok) continue;
+    // The row that shows the failure: the first wrong value, else the lowest busbw.
+    const Row* worst = nullptr;
+    const PlacementResult* at = nullptr;
+    for (const Row& row : report.rows) {
+      if (row.collective != v.collective) continue;
+      for (const PlacementResult* r : {&row.out_of_place, &row.in_place}) {
+        if (!r->measured) continue;
+        const bool better = v.wrong_results > 0 ? (r->wrong > 0 && !at) : (!at || r->busbw < at->busbw);
+        if (better) {
+          worst = &row;
+          at = r;
+        }
+      }
+    }
+    if (!worst) return printf_string("%s: no results", name(v.collective));
+    const std::string where = printf_string("%zu B %s %s %s", worst->size, name(worst->type), name(worst->op),
+                                            at == &worst->out_of_place ? "out-of-place" : "in-place");
+    if (v.wrong_results > 0) {
+      return printf_string("%s: %d results with wrong values; first at %s, rank %d element %lld: got %g expected %g",
+                           name(v.collective), v.wrong_results, where.c_str(), at->first_wrong_rank,
+                           static_cast<long long>(at->first_wrong_index), at->got, at->expected);
+    }
+    return printf_string("%s: average busbw %g GB/s is below --min-busbw %g GB/s (lowest %g GB/s at %s)",
+                         name(v.collective), v.avg_busbw, *o.min_busbw, at->busbw, where.c_str());
+  }
+  return "";
+}
+
 void TextReport::line(const std::string& text) {
   std::fputs(text.c_str(), out_);
   std::fputc('\n', out_);

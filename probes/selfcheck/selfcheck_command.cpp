@@ -11,9 +11,22 @@
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
 #include "ddx/test_perturbation.h"
+#include "ddx/text.h"
 #include "selfcheck.h"
 
 namespace ddx::cli {
+
+namespace {
+
+// "1,7,1000": a list default as it is typed on the command line.
+template <typename T>
+std::string comma_list(const std::vector<T>& items) {
+  std::vector<std::string> text;
+  for (const auto& item : items) text.push_back(CLI::detail::to_string(item));
+  return join(text, ",");
+}
+
+}  // namespace
 
 Subcommand add_selfcheck_command(CLI::App& probe) {
   auto options = std::make_shared<probes::SelfcheckOptions>();
@@ -25,15 +38,19 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
       "torchrun, srun or mpiexec.");
   cmd->add_option("--sizes", options->sizes, "Elements per rank for each check")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->default_str(comma_list(options->sizes));
   cmd->add_option("--dtypes", options->dtypes, "Data types to check")
       ->delimiter(',')
-      ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"}));
+      ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16", "int32", "int64", "int8", "uint8"}))
+      ->default_str(comma_list(options->dtypes));
   cmd->add_option("--device", options->device, "Tensors on cpu (Gloo) or cuda (NCCL); auto picks cuda when present")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--json", options->json_path, "Write every rank's results as JSON (rank 0)");
   cmd->add_option("--timeout", *timeout_s, "Seconds before a collective or the rendezvous gives up")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
 
   return {cmd, [options, timeout_s]() {
             log::configure_from_env();

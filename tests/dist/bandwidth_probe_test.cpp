@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -206,6 +207,22 @@ TEST(BandwidthProbe, BadFlagsFailWithOneLineAndExit2) {
     EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("ddx: error:"), r.output.rfind("ddx: error:")) << "one error line\n" << r.output;
   }
+}
+
+// A probe that misses its own --min-busbw says which collective and size in every rank's error
+// report, so the launcher's root-cause line shows it instead of "no error file".
+TEST(BandwidthProbe, MissedMinBusbwIsNamedInTheLaunchersRootCause) {
+  const std::string dir = scratch("min-busbw");
+  RunResult r = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "4K", "-e", "4K", "-n", "2", "--min-busbw",
+                                              "1000000"}));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // Both ranks report the same reason; one may be stopped by the launcher while it shuts down,
+  // so the root cause is either, the block the same.
+  const std::regex block(R"(\nRoot cause: rank [01] \(local rank [01]\) on [^\n]*: exit 1\n)"
+                         R"((  2 ranks failed the same way: ranks 0,1\n)?)"
+                         R"(  error:  ddx probe bandwidth: all_reduce: average busbw [0-9.e+-]+ GB/s is below )"
+                         R"(--min-busbw 1e\+06 GB/s \(lowest [0-9.e+-]+ GB/s at 4096 B float sum (out-of-place|in-place)\)\n)");
+  EXPECT_TRUE(std::regex_search(r.output, block)) << r.output;
 }
 
 // With a GPU the nccl engine runs every collective at world size 1 with no wrong element;

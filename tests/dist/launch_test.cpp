@@ -137,6 +137,22 @@ TEST_F(LaunchTest, NonZeroExitIsReportedWithLastStderrLine) {
   expect_all_gone();
 }
 
+// Every rank fails the same way on its own (SIGTERM ignored, so the launcher's stop cannot end
+// them first, whichever exits first): each is a failure in its own right, never "stopped by
+// launcher", and the root cause is the lowest rank on every run, with the count.
+TEST_F(LaunchTest, IdenticalFailuresNameTheLowestRankEveryRun) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int status = run({"-np", "4", "--grace-period", "20"},
+                     {"--exit", "3", "--fault-after", "0.5", "--ignore-sigterm", "--pid-file", path("pids")});
+    EXPECT_EQ(exit_code(status), 1) << output_;
+    expect_output_has("\nRoot cause: rank 0 (local rank 0) on ");
+    expect_output_has("\n  4 ranks failed the same way: ranks 0,1,2,3\n");
+    EXPECT_EQ(output_.find("stopped by launcher"), std::string::npos) << output_;
+    EXPECT_EQ(output_.find("Also failed"), std::string::npos) << output_;
+  }
+  expect_all_gone();
+}
+
 TEST_F(LaunchTest, MaxRestartsRecoversFromAFirstAttemptFailure) {
   int status = run({"-np", "2", "--max-restarts", "2"}, {"--fail-first-attempt"});
   EXPECT_EQ(exit_code(status), 0) << output_;

@@ -115,6 +115,25 @@ TEST(Parity, GoldenFileCatchesAMovedBaseline) {
   EXPECT_NE(other.output.find("was recorded with seed="), std::string::npos) << other.output;
 }
 
+// A golden file from another configuration is refused before the baseline runs: one line, no
+// output folder, in the time it takes to read the file.
+TEST(Parity, GoldenOfAnotherConfigurationIsRefusedBeforeAnyRun) {
+  const fs::path dir = fs::path(DDX_BINARY_DIR) / "test-scratch" / "parity-golden-first-input";  // run_parity clears its own
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string golden = (dir / "golden.json").string();
+  std::ofstream(golden) << nlohmann::json({{"format", "ddx-parity-golden"},
+                                           {"environment", {{"model", "debug"}, {"seed", 1}, {"dtype", "fp32"},
+                                                            {"steps", 20}, {"global_batch", 8}, {"seq_length", 32},
+                                                            {"lr", 0.003}}},
+                                           {"steps", nlohmann::json::array()}})
+                               .dump();
+  Outcome o = run_parity("golden-first", {"--golden", golden}, {});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_EQ(o.output, "ddx: error: --golden " + golden + " was recorded with seed=1, this run has 1234\n");
+  EXPECT_FALSE(fs::exists(fs::path(DDX_BINARY_DIR) / "test-scratch" / "parity-golden-first" / "out"));
+}
+
 struct Broken {
   std::string tag;
   std::string breaks;

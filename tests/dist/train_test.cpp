@@ -24,6 +24,10 @@
 namespace ddx::testing {
 namespace {
 
+bool has_line(const std::string& output, const std::string& line) {
+  return ("\n" + output).find("\n" + line + "\n") != std::string::npos;
+}
+
 TEST_F(TrainTest, DefaultsTrainAndWriteMetricsAndPlot) {
   auto r = train(0, "default", {"--max-steps", "30"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -36,6 +40,57 @@ TEST_F(TrainTest, DefaultsTrainAndWriteMetricsAndPlot) {
   EXPECT_LT(recs.back().at("loss").get<double>(), recs.front().at("loss").get<double>() * 0.9) << r.output;
   EXPECT_TRUE(fs::exists(dir_ / "loss.svg"));
   EXPECT_TRUE(recs.back().contains("param_checksum"));
+}
+
+// `ddx train` with no flags, as the docs show it first: a demo of kDemoSteps (300) steps with
+// the learning rate decaying over them, a metrics line every 10 steps, and no empty traces/.
+TEST_F(TrainTest, NoFlagsIsAShortDemo) {
+  auto r = run({"/bin/sh", "-c", "cd '" + dir_.string() + "' && exec '" + DDX_BIN + "' train"}, 540);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(" 300 steps ("), std::string::npos) << r.output;
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(dir_ / "outputs" / "runs")) runs.push_back(e.path());
+  ASSERT_EQ(runs.size(), 1u);
+  std::vector<nlohmann::json> recs;
+  std::ifstream in(runs[0] / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) recs.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(recs.size(), 30u);
+  EXPECT_EQ(recs.back()["step"], 300);
+  EXPECT_NEAR(recs.back()["lr"].get<double>(), 3e-5 * 0.01, 3e-5 * 1e-4);  // the cosine ends with the run
+  EXPECT_GT(recs[14]["lr"].get<double>(), 3e-5 * 0.4);
+  EXPECT_TRUE(fs::exists(runs[0] / "loss.svg"));
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+    EXPECT_NE(e.path().filename(), "traces") << "a run that never dumped left " << e.path();
+  }
+}
+
+// Too little data stops the run before anything is written: no token cache beside the data,
+// no cache folder, no metrics; with --cache-dir the cache goes there instead of beside the data.
+TEST_F(TrainTest, TooLittleDataWritesNothingAndCachesCanLiveElsewhere) {
+  fs::create_directories(dir_ / "data");
+  const std::string small = (dir_ / "data" / "small.txt").string();
+  std::ofstream(small) << std::string(100, 'x');
+  for (bool with_cache_dir : {false, true}) {
+    std::vector<std::string> flags = {"-d", small, "-b", "8", "--max-steps", "1"};
+    if (with_cache_dir) flags.insert(flags.end(), {"--cache-dir", (dir_ / "caches").string()});
+    auto r = train(0, "small", flags);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(has_line(r.output, "ddx: error: dataset " + small + " has 101 tokens (byte), 3 blocks of seq_length + 1 "
+                                   "= 33, fewer than one global batch of 8 (-b x ranks x --grad-accum)"))
+        << r.output;
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "data"), fs::directory_iterator()), 1) << "only small.txt";
+    EXPECT_FALSE(fs::exists(dir_ / "caches"));
+    EXPECT_FALSE(fs::exists(dir_ / "out"));
+    EXPECT_FALSE(fs::exists(metrics("small")));
+  }
+  std::ofstream(small) << std::string(2000, 'x');
+  auto r = train(0, "enough", {"-d", small, "--max-steps", "1", "--cache-dir", (dir_ / "caches").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "data"), fs::directory_iterator()), 1) << "only small.txt";
+  std::vector<std::string> cached;
+  for (const auto& e : fs::directory_iterator(dir_ / "caches")) cached.push_back(e.path().filename().string());
+  ASSERT_EQ(cached.size(), 1u);
+  EXPECT_NE(cached[0].find(".ddxtok"), std::string::npos) << cached[0];
 }
 
 TEST_F(TrainTest, ResumeContinuesBitIdentically) {
@@ -57,7 +112,10 @@ TEST_F(TrainTest, CorruptOrMismatchedCheckpointIsRefused) {
   // A different sequence length makes the checkpoint meaningless: refused, not loaded.
   auto mismatch = train(0, "c2", {"-e", "c", "--max-steps", "6", "-s", "16"});
   EXPECT_EQ(mismatch.exit_code, 2) << mismatch.output;
-  EXPECT_NE(mismatch.output.find("does not match this run: seq_length"), std::string::npos) << mismatch.output;
+  EXPECT_TRUE(has_line(mismatch.output, "ddx: error: checkpoint " + (dir_ / "out" / "c" / "checkpoints").string() +
+                                            "/step_000000004 does not match this run: seq_length was 32, now 16 "
+                                            "(use another --experiment-name to start afresh)"))
+      << mismatch.output;
   // Flip one byte of the newest checkpoint's weights.
   fs::path ckpt = dir_ / "out" / "c" / "checkpoints" / "step_000000004" / "model.safetensors";
   ASSERT_TRUE(fs::exists(ckpt));

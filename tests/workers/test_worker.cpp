@@ -10,9 +10,12 @@
 //   --pid-file FILE         append this worker's pid to FILE
 //   --print-env             print RANK, WORLD_SIZE, ... one per line as KEY=VALUE
 //   --fault-after S         wait S seconds before the fault (lets the other ranks start)
+//   --ignore-sigterm        ignore SIGTERM (so a rank's own exit, not the launcher's stop,
+//                           ends it even after another rank failed)
 //   --only-rank R           apply --segv/--throw/--exit only on rank R; other ranks sleep
 //                           (so they are alive when the launcher stops the group)
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,6 +40,7 @@ struct Args {
   const char* grandchild_file = nullptr;
   const char* pid_file = nullptr;
   bool print_env = false;
+  bool ignore_sigterm = false;
   int only_rank = -1;
   double fault_after_s = 0;
 };
@@ -116,6 +120,7 @@ Args parse(int argc, char** argv) {
     else if (flag == "--spawn-grandchild") a.grandchild_file = next();
     else if (flag == "--pid-file") a.pid_file = next();
     else if (flag == "--print-env") a.print_env = true;
+    else if (flag == "--ignore-sigterm") a.ignore_sigterm = true;
     else if (flag == "--only-rank") a.only_rank = std::atoi(next());
     else if (flag == "--fault-after") a.fault_after_s = std::atof(next());
     else {
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
   ddx::install_error_handlers();
   Args args = parse(argc, argv);
   int rank = env_int("RANK", 0);
+  if (args.ignore_sigterm) ::signal(SIGTERM, SIG_IGN);
   // Grandchild first: once a test sees this worker's pid, its grandchild's is recorded too.
   if (args.grandchild_file) spawn_grandchild(args.grandchild_file);
   if (args.pid_file) append_line(args.pid_file, std::to_string(::getpid()));

@@ -38,16 +38,25 @@ class TokenBlocks {
   virtual const std::string& cache_path() const = 0;
 };
 
+// What the caller needs from the data and where its cache may go.
+struct BlockRequirement {
+  int64_t min_blocks = 1;   // fewer -> UsageError, raised before a cache is written
+  std::string why;          // what needs them, for that error ("one global batch of 8 (-b x ...)")
+  bool beside_data = true;  // false: the cache always goes under cache_dir
+};
+
 // Tokenises `dataset` with `tokenizer` into a cache file next to the data (or under
-// `cache_dir` when the data folder is not writable / for builtin data), unless a valid cache
-// exists (keyed by dataset content hash + tokenizer fingerprint). `rank0_first` is called by
-// the caller's distributed code: rank 0 builds the cache inside it while the others wait, then
-// the others open it (pass a function that just runs its argument for a single process).
-// Fewer tokens than one block -> UsageError naming the dataset.
+// `cache_dir` when the data folder is not writable, for builtin data, or when
+// !need.beside_data), unless a valid cache exists (keyed by dataset content hash + tokenizer
+// fingerprint). `rank0_first` is called by the caller's distributed code: rank 0 builds the
+// cache inside it while the others wait, then the others open it (pass a function that just
+// runs its argument for a single process). Fewer blocks than need.min_blocks (at least one) ->
+// UsageError naming the dataset, and no cache file or folder is left behind.
 std::unique_ptr<TokenBlocks> load_token_blocks(
     const std::string& dataset, const Tokenizer& tokenizer, int64_t seq_length,
     const std::string& cache_dir,
-    const std::function<void(const std::function<void()>&)>& rank0_first);
+    const std::function<void(const std::function<void()>&)>& rank0_first,
+    const BlockRequirement& need = {});
 
 // Which blocks form each global batch: a seeded shuffle per epoch (set_epoch semantics),
 // drop_last, and O(1) resume at any step. The global batch of a step depends only on

@@ -56,12 +56,13 @@ std::string cache_stem_for(const std::string& dataset) {
   return base + "-" + sha256_hex(abs.string()).substr(0, 8);
 }
 
-// Where the cache lives: beside the data when that folder is writable, else under cache_dir;
-// "" when neither is possible (then tokens stay in memory).
-std::string choose_cache_path(const std::string& dataset, const std::string& tokenizer_tag, const std::string& cache_dir) {
+// Where the cache lives: beside the data when that folder is writable (and wanted), else under
+// cache_dir; "" when neither is possible (then tokens stay in memory). Creates nothing.
+std::string choose_cache_path(const std::string& dataset, const std::string& tokenizer_tag, const std::string& cache_dir,
+                              bool beside_data) {
   const std::string suffix = "." + tokenizer_tag + ".ddxtok";
   const bool builtin = dataset.rfind(kBuiltinPrefix, 0) == 0;
-  if (!builtin) {
+  if (!builtin && beside_data) {
     std::error_code ec;
     const fs::path p(dataset);
     if (fs::is_directory(p, ec)) {
@@ -71,11 +72,6 @@ std::string choose_cache_path(const std::string& dataset, const std::string& tok
     }
   }
   if (cache_dir.empty()) return "";
-  std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  if (!folder_writable(cache_dir)) {
-    throw UsageError("cache folder " + cache_dir + " is not writable (needed for the token cache of " + dataset + ")");
-  }
   const std::string stem = builtin ? std::string("builtin-") + (dataset.c_str() + std::strlen(kBuiltinPrefix)) : cache_stem_for(dataset);
   return (fs::path(cache_dir) / (stem + suffix)).string();
 }
@@ -145,7 +141,7 @@ class InMemoryTokenBlocks : public TokenBlocks {
 std::unique_ptr<TokenBlocks> load_token_blocks(
     const std::string& dataset, const Tokenizer& tokenizer, int64_t seq_length,
     const std::string& cache_dir,
-    const std::function<void(const std::function<void()>&)>& rank0_first) {
+    const std::function<void(const std::function<void()>&)>& rank0_first, const BlockRequirement& need) {
   if (seq_length < 1) throw UsageError("seq_length must be at least 1, got " + std::to_string(seq_length));
   // Every rank hashes the data itself (before the rank-0-first section, so a missing file
   // fails on all ranks alike): the key proves the cache it opens matches what it would build.
@@ -157,12 +153,20 @@ std::unique_ptr<TokenBlocks> load_token_blocks(
   key.vocab_size = static_cast<uint32_t>(tokenizer.vocab_size());
   key.eos_id = tokenizer.eos_id();
   const std::string tag = to_hex(key.tokenizer_hash.data(), 6);
-  const std::string path = choose_cache_path(dataset, tag, cache_dir);
+  const std::string path = choose_cache_path(dataset, tag, cache_dir, need.beside_data);
 
-  std::unique_ptr<TokenBlocks> blocks;
-  auto too_few = [&](int64_t tokens) {
-    return UsageError("dataset " + dataset + " has " + std::to_string(tokens) + " tokens (" + tokenizer.fingerprint() +
-                      "), fewer than one block of seq_length + 1 = " + std::to_string(seq_length + 1));
+  // Checked on the token count before a cache is committed, so bad data leaves nothing behind.
+  auto check_enough = [&](int64_t tokens) {
+    const int64_t blocks = tokens > 0 ? (tokens - 1) / seq_length : 0;
+    if (blocks < 1) {
+      throw UsageError("dataset " + dataset + " has " + std::to_string(tokens) + " tokens (" + tokenizer.fingerprint() +
+                       "), fewer than one block of seq_length + 1 = " + std::to_string(seq_length + 1));
+    }
+    if (blocks < need.min_blocks) {
+      throw UsageError("dataset " + dataset + " has " + std::to_string(tokens) + " tokens (" + tokenizer.fingerprint() +
+                       "), " + std::to_string(blocks) + " blocks of seq_length + 1 = " + std::to_string(seq_length + 1) +
+                       ", fewer than " + (need.why.empty() ? std::to_string(need.min_blocks) + " blocks" : need.why));
+    }
   };
   if (path.empty()) {
     log::warn("no writable folder for the token cache of ", dataset, " (pass a cache folder); tokenising in memory");
@@ -170,7 +174,7 @@ std::unique_ptr<TokenBlocks> load_token_blocks(
     tokenise_in_order(read_documents(dataset), tokenizer, [&](const std::vector<int32_t>& ids) {
       tokens.insert(tokens.end(), ids.begin(), ids.end());
     });
-    if (static_cast<int64_t>(tokens.size()) < seq_length + 1) throw too_few(static_cast<int64_t>(tokens.size()));
+    check_enough(static_cast<int64_t>(tokens.size()));
     return std::make_unique<InMemoryTokenBlocks>(std::move(tokens), seq_length);
   }
 
@@ -187,16 +191,32 @@ std::unique_ptr<TokenBlocks> load_token_blocks(
     }
     if (why != "no cache yet") log::warn("token cache ", path, " is not usable (", why, "); rebuilding it");
     const auto start = std::chrono::steady_clock::now();
-    TokenCacheWriter writer(path, key);
-    tokenise_in_order(read_documents(dataset), tokenizer, [&](const std::vector<int32_t>& ids) { writer.append(ids); });
-    writer.commit();
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    log::info("token cache: tokenised ", dataset, " into ", writer.count(), " tokens in ", ms.count(), " ms -> ", path);
+    const fs::path folder = fs::path(path).parent_path();
+    std::error_code ec;
+    fs::path first_created;  // the outermost folder this call creates, removed again on failure
+    for (fs::path p = folder; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) first_created = p;
+    fs::create_directories(folder, ec);
+    if (!folder_writable(folder)) {
+      throw UsageError("cache folder " + folder.string() + " is not writable (needed for the token cache of " + dataset + ")");
+    }
+    try {
+      TokenCacheWriter writer(path, key);  // a temp file until commit(): removed if we throw
+      tokenise_in_order(read_documents(dataset), tokenizer, [&](const std::vector<int32_t>& ids) { writer.append(ids); });
+      check_enough(writer.count());
+      writer.commit();
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      log::info("token cache: tokenised ", dataset, " into ", writer.count(), " tokens in ", ms.count(), " ms -> ", path);
+    } catch (...) {
+      // Empty folders only: nothing else can have appeared in them meanwhile.
+      for (fs::path p = folder; !first_created.empty() && fs::remove(p, ec) && p != first_created; p = p.parent_path()) {
+      }
+      throw;
+    }
     mapped = open_token_cache(path, key, &why);
     if (!mapped) throw std::runtime_error("token cache " + path + " is invalid right after it was written: " + why);
   });
   if (!mapped) throw std::runtime_error("token cache " + path + ": rank0_first did not run its function");
-  if (mapped->size() < seq_length + 1) throw too_few(mapped->size());
+  check_enough(mapped->size());
   return std::make_unique<MappedTokenBlocks>(std::move(mapped), seq_length);
 }
 

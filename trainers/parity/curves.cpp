@@ -11,6 +11,16 @@
 
 namespace ddx::parity {
 
+StepPoint step_point(const nlohmann::json& j) {
+  StepPoint p;
+  p.step = j.at("step").get<int64_t>();
+  p.loss = j.at("loss").get<double>();
+  p.grad_norm = j.value("grad_norm", 0.0);
+  p.lr = j.value("lr", 0.0);
+  p.param_checksum = j.value("param_checksum", "");
+  return p;
+}
+
 std::vector<StepPoint> read_curve(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("no metrics file " + path);
@@ -20,14 +30,7 @@ std::vector<StepPoint> read_curve(const std::string& path) {
   while (std::getline(in, line)) {
     ++line_no;
     try {
-      auto j = nlohmann::json::parse(line);
-      StepPoint p;
-      p.step = j.at("step").get<int64_t>();
-      p.loss = j.at("loss").get<double>();
-      p.grad_norm = j.value("grad_norm", 0.0);
-      p.lr = j.value("lr", 0.0);
-      p.param_checksum = j.value("param_checksum", "");
-      out.push_back(p);
+      out.push_back(step_point(nlohmann::json::parse(line)));
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ":" + std::to_string(line_no) + ": " + e.what());
     }

@@ -1,6 +1,8 @@
 #pragma once
 // A run's per-step record as the parity suite reads it from metrics.jsonl, and the comparison
 // of a run with the baseline.
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +16,9 @@ struct StepPoint {
   double lr = 0;
   std::string param_checksum;
 };
+
+// One step's record: a metrics.jsonl line or a golden file's step (throws on missing fields).
+StepPoint step_point(const nlohmann::json& record);
 
 // Throws std::runtime_error naming the file when it is missing or malformed.
 std::vector<StepPoint> read_curve(const std::string& metrics_path);

@@ -93,6 +93,28 @@ std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, c
   return curve;
 }
 
+// The golden file's curve, refused (before anything runs) when it was recorded with another
+// configuration than this run's.
+std::vector<StepPoint> read_golden(const std::string& path, const json& env) {
+  if (!fs::exists(path)) throw UsageError("--golden " + path + " does not exist");
+  std::ifstream in(path);
+  json golden;
+  try {
+    in >> golden;
+  } catch (const std::exception& e) {
+    throw UsageError("--golden " + path + " is not a golden file: " + e.what());
+  }
+  for (const char* key : {"model", "seed", "dtype", "steps", "global_batch", "seq_length", "lr"}) {
+    if (!golden.contains("environment") || golden["environment"].value(key, json()) != env[key]) {
+      throw UsageError("--golden " + path + " was recorded with " + key + "=" +
+                       golden["environment"].value(key, json()).dump() + ", this run has " + env[key].dump());
+    }
+  }
+  std::vector<StepPoint> curve;
+  for (const auto& s : golden.at("steps")) curve.push_back(step_point(s));
+  return curve;
+}
+
 }  // namespace
 
 int run_parity(const ParityOptions& o) {
@@ -125,10 +147,10 @@ int run_parity(const ParityOptions& o) {
       }
     }
   }
-  if (!o.golden.empty() && !fs::exists(o.golden)) throw UsageError("--golden " + o.golden + " does not exist");
+  const json env = environment(o);
+  const std::vector<StepPoint> golden_curve = o.golden.empty() ? std::vector<StepPoint>{} : read_golden(o.golden, env);
   fs::create_directories(o.out_dir);
   const std::string ddx = self_executable();
-  const json env = environment(o);
 
   std::vector<RunReport> reports;
   // The baseline: one process holding everything.
@@ -162,29 +184,6 @@ int run_parity(const ParityOptions& o) {
   }
 
   if (!o.golden.empty()) {
-    std::ifstream in(o.golden);
-    json golden;
-    try {
-      in >> golden;
-    } catch (const std::exception& e) {
-      throw UsageError("--golden " + o.golden + " is not a golden file: " + e.what());
-    }
-    for (const char* key : {"model", "seed", "dtype", "steps", "global_batch", "seq_length", "lr"}) {
-      if (!golden.contains("environment") || golden["environment"].value(key, json()) != env[key]) {
-        throw UsageError("--golden " + o.golden + " was recorded with " + key + "=" +
-                         golden["environment"].value(key, json()).dump() + ", this run has " + env[key].dump());
-      }
-    }
-    std::vector<StepPoint> golden_curve;
-    for (const auto& s : golden.at("steps")) {
-      StepPoint p;
-      p.step = s.at("step").get<int64_t>();
-      p.loss = s.at("loss").get<double>();
-      p.grad_norm = s.value("grad_norm", 0.0);
-      p.lr = s.value("lr", 0.0);
-      p.param_checksum = s.value("param_checksum", "");
-      golden_curve.push_back(p);
-    }
     RunReport r;
     r.name = "golden";
     r.strategy = "single";

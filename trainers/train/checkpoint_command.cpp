@@ -24,6 +24,7 @@ struct ConsolidateOptions {
 };
 
 int consolidate(const ConsolidateOptions& o) {
+  if (!fs::exists(o.checkpoint)) throw UsageError("checkpoint " + o.checkpoint + " does not exist");
   if (!fs::is_directory(o.checkpoint)) throw UsageError("checkpoint " + o.checkpoint + " is not a folder");
   const fs::path config_path = fs::path(o.checkpoint) / "config.json";
   if (!fs::exists(config_path))
@@ -64,7 +65,7 @@ Subcommand add_checkpoint_command(CLI::App& app) {
   CLI::App* cmd = group->add_subcommand(
       "consolidate",
       "Turn a sharded FSDP checkpoint (at any world size) into one Hugging Face-style model folder\n"
-      "  ddx checkpoint consolidate outputs/run1/checkpoints/step_500 -o gpt2-step500");
+      "  ddx checkpoint consolidate outputs/run1/checkpoints/step_000000500 -o gpt2-step500");
   cmd->add_option("checkpoint", options->checkpoint, "Checkpoint folder (holds fsdp_index.json)")->required();
   cmd->add_option("-o,--out", options->out, "Output folder for config.json and model.safetensors")->required();
   return {cmd, [options]() { return consolidate(*options); }};

@@ -87,6 +87,8 @@ class Strategy {
 };
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// Throws UsageError listing the strategies when `name` is not one of them.
+void check_strategy_name(const std::string& name);
 // "single, ddp, ..." for help texts and errors.
 std::string strategy_names();
 

@@ -29,12 +29,13 @@ const std::map<std::string, Entry>& registry() {
 
 }  // namespace
 
+void check_strategy_name(const std::string& name) {
+  if (registry().count(name) == 0) throw UsageError("--strategy " + name + " is not one of: " + strategy_names());
+}
+
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    throw UsageError("--strategy " + name + " is not one of: " + strategy_names());
-  }
-  return it->second.make();
+  check_strategy_name(name);
+  return registry().at(name).make();
 }
 
 std::string strategy_names() {

@@ -1,6 +1,10 @@
 #include "train/train_options.h"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "ddx/errors.h"
+#include "ddx/text.h"
 #include "train/strategy.h"
 
 namespace ddx::train {
@@ -18,6 +22,8 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
       ->capture_default_str();
   cmd.add_option("--init-from", o.init_from, "Start from pretrained safetensors weights (file, index or folder)");
   cmd.add_option("--save-dir", o.save_dir, "Folder for experiments")->capture_default_str();
+  cmd.add_option("--cache-dir", o.cache_dir,
+                 "Folder for token caches (default: beside the data when writable, else <save-dir>/cache)");
   cmd.add_option("--seed", o.seed, "Seed of initialisation and data order")->capture_default_str();
   cmd.add_option("--num-epochs", o.num_epochs, "Epochs to run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   cmd.add_option("--max-steps", o.max_steps, "Stop after this many optimizer steps (0: run the epochs out)")
@@ -83,22 +89,63 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
 }
 
+namespace {
+
+// The flags only some strategies read, and which ones. Given under any other --strategy, a flag
+// is refused: silently ignoring it would hide a forgotten or mistyped --strategy. A new
+// strategy-specific flag (TP, 2D, PP) is one line here.
+struct StrategyFlag {
+  const char* flag;
+  std::vector<std::string> strategies;
+};
+const std::vector<StrategyFlag>& strategy_flags() {
+  static const std::vector<StrategyFlag> table = {
+      {"--verify-init", {"ddp"}},
+      {"--bucket-cap-mb", {"ddp"}},
+      {"--first-bucket-mb", {"ddp"}},
+      {"--grad-as-bucket-view", {"ddp"}},
+      {"--zero1", {"ddp"}},
+      {"--reshard-after-forward", {"fsdp"}},  // also its --no- form
+      {"--prefetch", {"fsdp"}},
+      {"--mp-param-dtype", {"fsdp"}},
+      {"--mp-reduce-dtype", {"fsdp"}},
+      {"--cpu-offload", {"fsdp"}},
+      {"--checkpoint-activations", {"fsdp"}},
+  };
+  return table;
+}
+
+void refuse_flags_of_other_strategies(const CLI::App& cmd, const std::string& strategy) {
+  check_strategy_name(strategy);
+  for (const StrategyFlag& row : strategy_flags()) {
+    const CLI::Option* opt = cmd.get_option_no_throw(row.flag);
+    if (!opt) throw std::logic_error(std::string("strategy flag table names an unknown flag ") + row.flag);
+    if (opt->count() == 0) continue;
+    if (std::find(row.strategies.begin(), row.strategies.end(), strategy) != row.strategies.end()) continue;
+    // A negated flag (--no-reshard-after-forward) is named as typed.
+    std::string typed = row.flag;
+    if (!opt->get_fnames().empty() && !opt->as<bool>()) typed = "--no-" + typed.substr(2);
+    throw UsageError(typed + " applies to --strategy " + join(row.strategies, " or ") + ", not " + strategy);
+  }
+}
+
+}  // namespace
+
+void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
+  refuse_flags_of_other_strategies(cmd, o.strategy);
+  const bool builtin = o.dataset.rfind("builtin:", 0) == 0;
+  if (builtin && cmd.count("--max-steps") == 0 && cmd.count("--num-epochs") == 0) {
+    // `ddx train` as a first try: a few seconds, a loss that visibly falls, then done.
+    o.max_steps = kDemoSteps;
+    if (cmd.count("--lr-decay-steps") == 0) o.lr_decay_steps = std::max<int64_t>(1, kDemoSteps - o.warmup_steps);
+  }
+}
+
 void validate(const TrainOptions& o) {
   if (o.model.empty()) throw UsageError("--model is empty");
   if (o.dataset.empty()) throw UsageError("--dataset is empty");
   if (!o.experiment_name.empty() && o.experiment_name.find('/') != std::string::npos) {
     throw UsageError("--experiment-name '" + o.experiment_name + "' must not contain '/'");
-  }
-  if (o.strategy != "fsdp") {
-    // FSDP's knobs mean nothing elsewhere; silently ignoring one would hide a typo'd strategy.
-    const char* flag = !o.reshard_after_forward ? "--no-reshard-after-forward"
-                       : o.prefetch != 1        ? "--prefetch"
-                       : !o.mp_param_dtype.empty() ? "--mp-param-dtype"
-                       : !o.mp_reduce_dtype.empty() ? "--mp-reduce-dtype"
-                       : o.cpu_offload           ? "--cpu-offload"
-                       : o.checkpoint_activations ? "--checkpoint-activations"
-                                                  : nullptr;
-    if (flag) throw UsageError(std::string(flag) + " applies to --strategy fsdp, not " + o.strategy);
   }
   if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
     throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");

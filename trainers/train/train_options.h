@@ -15,9 +15,10 @@ struct TrainOptions {
   std::string model = "debug";    // preset, config.json or a folder holding one
   std::string init_from;          // pretrained safetensors (file, index or folder)
   std::string save_dir = "outputs";
+  std::string cache_dir;          // token caches; "": beside the data, else <save-dir>/cache
   uint64_t seed = 0;
   int64_t num_epochs = 100;
-  int64_t max_steps = 0;          // 0: run the epochs out
+  int64_t max_steps = 0;          // 0: run the epochs out (kDemoSteps for the no-length demo)
   double lr = 3e-5;
   int64_t batch_size = 1;         // per data-parallel rank and micro-step (the guide's -b)
   int64_t seq_length = 128;
@@ -61,6 +62,12 @@ struct TrainOptions {
 
 // Adds every flag to `cmd`, bound to `options`.
 void add_train_flags(CLI::App& cmd, TrainOptions& options);
+
+// What only the parsed command line knows (which flags were given): refuses a strategy-specific
+// flag under a strategy that ignores it, and sizes a run on the built-in corpus with no length
+// flags as a demo (kDemoSteps steps, the schedule over them). Throws UsageError naming the flag.
+constexpr int64_t kDemoSteps = 300;
+void finish_train_flags(const CLI::App& cmd, TrainOptions& options);
 
 // Cross-field checks CLI11 cannot express; throws UsageError naming the flag.
 void validate(const TrainOptions& options);

@@ -169,6 +169,19 @@ MicroBatch load_micro_batch(const data::TokenBlocks& blocks, const std::vector<i
   return mb;
 }
 
+// The token blocks, checked to hold one global batch before any cache is written (the data
+// folder stays as it was when the data is too small).
+std::unique_ptr<data::TokenBlocks> load_blocks(const TrainOptions& o, const data::Tokenizer& tokenizer, World& world,
+                                               int64_t global_batch) {
+  data::BlockRequirement need;
+  need.min_blocks = global_batch;
+  need.why = "one global batch of " + std::to_string(global_batch) + " (-b x ranks x --grad-accum)";
+  need.beside_data = o.cache_dir.empty();
+  const std::string cache_dir = o.cache_dir.empty() ? o.save_dir + "/cache" : o.cache_dir;
+  return data::load_token_blocks(o.dataset, tokenizer, o.seq_length, cache_dir,
+                                 [&](const std::function<void()>& fn) { rank0_first(world, fn); }, need);
+}
+
 }  // namespace
 
 int run_training(TrainOptions o) {
@@ -201,23 +214,15 @@ int run_training(TrainOptions o) {
                      {"dtype", o.dtype}};
   agree_on(*world, "the model configuration", model.hash());
 
-  const std::string cache_dir = o.save_dir + "/cache";
-  auto blocks = data::load_token_blocks(o.dataset, *tokenizer, o.seq_length, cache_dir,
-                                        [&](const std::function<void()>& fn) { rank0_first(*world, fn); });
-
   StrategyContext context{o, model, *world, device, dtype};
   strategy->setup(context);
   const int dp = strategy->dp_size(), dp_rank = strategy->dp_rank();
   const int64_t global_batch = o.global_batch(dp);
   run_config["global_batch"] = global_batch;
   agree_on(*world, "the run configuration", hash_text(run_config.dump()));
+  auto blocks = load_blocks(o, *tokenizer, *world, global_batch);
   data::BlockSampler sampler(blocks->num_blocks(), global_batch, o.seed);
   const int64_t steps_per_epoch = sampler.steps_per_epoch();
-  if (steps_per_epoch == 0) {
-    throw UsageError("dataset " + o.dataset + " has " + std::to_string(blocks->num_blocks()) + " blocks of " +
-                     std::to_string(o.seq_length + 1) + " tokens, fewer than one global batch of " +
-                     std::to_string(global_batch) + " (-b x ranks x --grad-accum)");
-  }
   int64_t total_steps = o.num_epochs * steps_per_epoch;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
 

@@ -27,6 +27,7 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/test_perturbation.h"
+#include "ddx/text.h"
 
 namespace ddx::cli {
 namespace {
@@ -57,7 +58,14 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text, Pars
   std::vector<T> out;
   for (const auto& item : split_list(text)) {
     auto v = parse(item);
-    if (!v) throw UsageError(flag + " '" + item + "' is not one of the known values (or 'all')");
+    if (!v) {
+      std::vector<std::string> known;
+      for (T value : all()) known.push_back(name(value));
+      known.push_back("all");
+      const std::string guess = nearest_spelling(item, known);
+      throw UsageError(flag + " '" + item + "' is not one of: " + join(known) +
+                       (guess.empty() ? "" : " (did you mean " + guess + "?)"));
+    }
     out.push_back(*v);
   }
   if (out.empty()) throw UsageError(flag + " is empty");
@@ -151,6 +159,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
   me.device_name = device.name;
 
   int rc = 0;
+  std::string failure;  // rank 0: why the sweep failed
   if (o.pairs) {
     PairReport report = run_pairs(*engine, *coord, o, watchdog, me);
     if (info.rank == 0) {
@@ -188,10 +197,16 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, sweep_csv(report));
       if (!o.plot_path.empty()) write_output("--plot", o.plot_path, sweep_svg(report));
       rc = exit_code(verdicts);
+      failure = failure_text(report, verdicts, o);
     }
   }
   watchdog.phase("sharing the verdict");
-  rc = std::stoi(coord->all_gather(std::to_string(rc)).at(0));
+  // Every rank exits with rank 0's verdict and, when it failed, says why in its error report:
+  // whichever rank a launcher names, its failure table shows the collective and size at fault.
+  const std::string verdict = coord->all_gather(std::to_string(rc) + " " + failure).at(0);
+  rc = std::stoi(verdict);
+  const std::string why = verdict.substr(verdict.find(' ') + 1);
+  if (rc != 0 && !why.empty()) write_error_report("ddx probe bandwidth: " + why, rc, /*with_stack=*/false);
   coord->finish();
   engine.reset();
   coord.reset();

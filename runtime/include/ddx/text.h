@@ -10,5 +10,11 @@ namespace ddx {
 std::string shape_text(const std::vector<int64_t>& shape);
 // "rank 3" or "ranks 0,2,5"
 std::string ranks_text(const std::vector<int>& ranks);
+// "a, b, c"
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+// The candidate `word` was most likely a typo of: the closest by edit distance (an adjacent
+// swap counts as one edit), when at most a third of the word's letters (at least one) differ;
+// "" when nothing is that close. Ties go to the earlier candidate.
+std::string nearest_spelling(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace ddx

@@ -1,6 +1,7 @@
 // The flight recorder's dump: one JSON document per rank, written atomically so a reader never
 // sees half a file (PyTorch's dumps are known to come out truncated, PR #145125).
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ddx/atomic_file.h"
@@ -98,6 +99,7 @@ std::string flight_recorder_path(const std::string& dir, int rank) {
 std::string write_flight_recorder_dump(const std::string& dir, const RecorderSnapshot& snapshot,
                                        const DumpContext& context) {
   const std::string path = flight_recorder_path(dir, context.rank);
+  std::filesystem::create_directories(dir);  // created by the first dump, not by every run
   write_file_atomically(path, flight_recorder_json(snapshot, context));
   return path;
 }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
@@ -282,6 +283,7 @@ void Watchdog::write_request_file(const std::string& request, int64_t unix_ms) {
   if (options_.trace_dir.empty()) return;
   json doc = {{"rank", identity_.rank}, {"unix_ms", unix_ms}, {"request", request}};
   try {
+    std::filesystem::create_directories(options_.trace_dir);
     write_file_atomically(request_file(options_.trace_dir), doc.dump() + "\n");
   } catch (const std::exception& e) {
     log::warn("ddx watchdog: could not write the dump request file: ", e.what());

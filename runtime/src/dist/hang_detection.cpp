@@ -26,13 +26,17 @@ void validate(const HangOptions& o) {
   if (o.collective_timeout.count() <= 0) throw UsageError("--collective-timeout must be positive");
   if (o.buffer_size == 0) throw UsageError("--fr-buffer-size must be at least 1");
   if (!o.trace_dir.empty()) {
+    // Checked now, created by the first dump: a run that never dumps leaves no empty folder.
     std::error_code ec;
-    std::filesystem::create_directories(o.trace_dir, ec);
-    if (ec || !std::filesystem::is_directory(o.trace_dir)) {
-      throw UsageError("--trace-dir " + o.trace_dir + ": cannot create the directory" +
-                       (ec ? " (" + ec.message() + ")" : std::string()));
+    std::filesystem::path existing = std::filesystem::absolute(o.trace_dir, ec);
+    while (!std::filesystem::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path()) {
+      existing = existing.parent_path();
     }
-    if (::access(o.trace_dir.c_str(), W_OK) != 0) {
+    if (!std::filesystem::is_directory(existing, ec)) {
+      throw UsageError("--trace-dir " + o.trace_dir + ": cannot create the directory (" + existing.string() +
+                       " is not a folder)");
+    }
+    if (::access(existing.c_str(), W_OK) != 0) {
       throw UsageError("--trace-dir " + o.trace_dir + " is not writable");
     }
   }

@@ -164,5 +164,28 @@ TEST(ReaderErrors, TooLittleDataForOneBlock) {
   expect_one_line_error([&] { load_token_blocks(f, *tok, 0, "", run_now); }, {"seq_length must be at least 1"});
 }
 
+// Too few blocks for what the caller needs is found before the cache is committed: neither the
+// data's folder nor a cache folder keeps anything (and a cache folder made for it is removed).
+TEST(ReaderErrors, TooFewBlocksForTheCallerLeaveNoCacheBehind) {
+  ScratchDir d("data_errors_few_blocks");
+  const std::string f = (d / "data" / "small.txt").string();
+  write_text(f, std::string(99, 'x'));  // 100 tokens: 3 blocks of 33
+  auto tok = make_byte_tokenizer();
+  BlockRequirement need;
+  need.min_blocks = 8;
+  need.why = "one global batch of 8";
+  for (bool beside : {true, false}) {
+    need.beside_data = beside;
+    EXPECT_EQ(usage_error_of([&] { load_token_blocks(f, *tok, 32, (d / "out" / "cache").string(), run_now, need); }),
+              "dataset " + f + " has 100 tokens (byte), 3 blocks of seq_length + 1 = 33, fewer than one global batch of 8");
+    EXPECT_EQ(std::distance(fs::directory_iterator(d / "data"), fs::directory_iterator()), 1);
+    EXPECT_FALSE(fs::exists(d / "out")) << "the cache folder it created is removed again";
+  }
+  need.min_blocks = 3;
+  auto blocks = load_token_blocks(f, *tok, 32, (d / "out" / "cache").string(), run_now, need);
+  EXPECT_EQ(blocks->num_blocks(), 3);
+  EXPECT_EQ(fs::path(blocks->cache_path()).parent_path(), d / "out" / "cache");  // not beside the data
+}
+
 }  // namespace
 }  // namespace ddx::data

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Runs the examples of README.md and docs/*.md as written, one after another, in one fresh
+# folder, the way a new user following the pages would.
+#
+#   ci/run_doc_examples.sh [--cheap] [--list] BUILD_DIR
+#
+# Commands are the lines of ```sh blocks and the "$ " lines of output blocks. Every one must be
+# classified in the table below, so a new example cannot slip in unrun:
+#   cheap [EXIT]   seconds: run by the doc_examples CTest (and without --cheap), expecting EXIT (0)
+#   full [EXIT]    minutes on a CPU machine: run without --cheap
+#   skip REASON    cannot run as written here (GPUs, a cluster, your own files); says why
+# Examples are run from a fresh folder with the build's bin/ first on PATH and `build`
+# linked to BUILD_DIR, since pages show build outputs by their path from the repository root.
+set -euo pipefail
+
+cheap_only=0
+list_only=0
+while [[ $# -gt 1 ]]; do
+  case "$1" in
+    --cheap) cheap_only=1 ;;
+    --list) list_only=1 ;;
+    *) echo "run_doc_examples: unknown flag $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ $# -eq 1 ]] || { echo "usage: ci/run_doc_examples.sh [--cheap] [--list] BUILD_DIR" >&2; exit 2; }
+build=$(cd "$1" && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
+[[ $list_only == 1 || -x "$build/bin/ddx" ]] || { echo "run_doc_examples: no $build/bin/ddx; build first" >&2; exit 2; }
+
+# How each example is run. Keyed by the command exactly as the page shows it.
+classification() {
+  cat <<'EOF'
+skip installs packages and builds on a fresh machine	bash ci/quickstart.sh
+skip builds and runs the whole test suite, which runs this script	bash ci/test.sh
+skip installs packages on a fresh machine	bash ci/bootstrap.sh
+skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8 -e 8G -f 2
+skip 8 GPUs and 8 GiB buffers, and torchrun	torchrun --nproc-per-node 8 --no-python ddx probe bandwidth -b 8 -e 8G -f 2
+skip a SLURM cluster	srun -N 4 --ntasks-per-node 8 ddx probe bandwidth -b 1M -e 8G -f 2
+skip 16 MPI ranks with 8 GiB buffers	mpiexec -n 16 ddx probe bandwidth -b 1M -e 8G -f 2
+skip 8 GPUs	ddx launch --nproc-per-node 8 -- ddx probe bandwidth --op-list all -r -1 --json bw.json --csv bw.csv --plot bw.svg
+skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8G -e 8G --min-busbw 360
+skip 8 GPUs	ddx launch --nproc-per-node 8 -- ddx probe bandwidth --pairs -e 256M
+full	ddx launch --nproc-per-node 4 -- ddx probe bandwidth --engine gloo -b 1K -e 64M -f 4
+full	mpiexec -n 4 ddx probe bandwidth --engine mpi -b 1K -e 64M -f 4
+skip a benchmark (docs/bandwidth.md shows its numbers)	ddx launch --nproc-per-node 2 -- build/bin/bandwidth_overhead_bench --engine gloo --sizes 4M,16M,64M --iters 10 --rounds 6
+skip a benchmark (docs/bandwidth.md shows its numbers)	mpiexec -n 2 build/bin/bandwidth_overhead_bench --engine mpi --sizes 4M,16M,64M --iters 10 --rounds 6
+full	ddx launch -np 4 -- ddx train --strategy ddp -b 2 -e ddp-b2
+full	ddx launch -np 4 -- ddx train --strategy ddp -b 2 --grad-accum 4 --zero1 -e ddp-zero1
+skip a benchmark (docs/ddp.md shows its numbers)	.venv/bin/python benchmarks/ddp_throughput.py --ddx build/bin/ddx --model gpt2 --batch 1 --seq 128 --steps 7
+skip GPT-2 (124M parameters) for 300 steps: hours on a CPU	ddx launch -np 4 -- ddx train --strategy fsdp -m gpt2 -b 2 -e fsdp-gpt2
+skip 8 GPUs and Llama 3.1 8B weights in /models	ddx launch -np 8 -- ddx train --strategy fsdp -m llama-3.1-8b --init-from /models/llama-3.1-8b --mp-param-dtype bf16 --mp-reduce-dtype fp32 --checkpoint-activations --prefetch 2 -e llama8b
+skip needs the Llama run above	ddx checkpoint consolidate outputs/llama8b/checkpoints/step_000000500 -o llama-step500
+full	ddx launch -np 4 -- ddx train --strategy fsdp -b 2 -e fsdp-demo --max-steps 12
+full	ddx checkpoint consolidate outputs/fsdp-demo/checkpoints/step_000000012 -o fsdp-demo-hf
+skip a shared trace folder on a cluster, and your ./train	DDX_TRACE_DIR=/shared/traces/$SLURM_JOB_ID DDX_COLLECTIVE_TIMEOUT=120s ddx launch -np 8 -- ./train ...
+skip reads a cluster's trace folder	ddx analyze /shared/traces/12345
+skip reads a cluster's trace folder	ddx analyze /shared/traces/12345 --json
+full	ddx launch -np 4 -- ddx train --strategy ddp --max-steps 100 -e launch-demo
+full	ddx launch --nproc-per-node 4 --log-dir logs --tee --max-restarts 2 -- ddx probe selfcheck
+skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
+cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
+cheap	echo $?
+full	ddx parity
+full	ddx parity --strategies ddp,ddp-zero1 --world-sizes 2,4 --steps 20 --uneven-tokens --out parity-out
+full	ddx parity --save-golden golden.json
+full	ddx parity --golden golden.json
+cheap 2	RANK=5 WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=1 ddx probe selfcheck
+cheap 2	RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=abc ddx probe selfcheck
+cheap 2	SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_JOB_NODELIST='gpu[001-002' SLURM_JOB_ID=123 ddx probe selfcheck
+cheap 2	RANK=1 WORLD_SIZE=2 MASTER_PORT=29999 ddx probe selfcheck
+cheap	ddx launch --nproc-per-node 4 -- ddx probe selfcheck
+skip a SLURM cluster	srun --ntasks-per-node 8 ddx probe selfcheck
+skip 16 MPI ranks on a cluster	mpiexec -n 16 ddx probe selfcheck --json selfcheck.json
+cheap	ddx train
+skip needs your data.jsonl and tokenizer.json, and GPT-2 at 1024 tokens is hours on a CPU	ddx train -e gpt2-run -m gpt2 -d data.jsonl --tokenizer tokenizer.json -b 4 -s 1024 --lr 3e-4
+full	ddx launch -np 4 -- ddx train --strategy ddp -e train-ddp -b 2
+full	ddx launch -np 4 -- ddx train --strategy fsdp -e train-fsdp -b 2
+skip a benchmark (docs/train.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --steps 12
+EOF
+}
+
+# Every example, in page order: "<page>\t<command>", continuation lines joined, comments cut.
+examples() {
+  for page in "$repo/README.md" "$repo"/docs/*.md; do
+    awk -v page="${page#$repo/}" '
+      /^```/ { if (in_block) { in_block = 0 } else { in_block = 1; shell = ($0 ~ /^```(sh|bash)$/) } ; next }
+      !in_block { next }
+      {
+        line = $0
+        if (!shell) { if (line !~ /^\$ /) next; line = substr(line, 3) }
+        if (pending != "") { line = pending " " line; pending = "" }
+        sub(/^[ \t]+/, "", line)
+        if (line ~ /^#/ || line == "") next
+        if (line ~ /\\$/) { sub(/[ \t]*\\$/, "", line); pending = line; next }
+        sub(/[ \t]+#.*$/, "", line)
+        gsub(/[ \t]+/, " ", line)
+        print page "\t" line
+      }' "$page"
+  done
+}
+
+kind_of() {
+  local cmd="$1"
+  classification | awk -F '\t' -v cmd="$cmd" '$2 == cmd { print $1; found = 1; exit } END { if (!found) print "unclassified" }'
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddx-doc-examples-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+ln -s "$build" "$work/build"
+export PATH="$build/bin:$PATH"
+
+ran=0 skipped=0 failed=0 last_status=0
+while IFS=$'\t' read -r page cmd; do
+  kind=$(kind_of "$cmd")
+  case "$kind" in
+    unclassified)
+      echo "UNCLASSIFIED $page: $cmd  (add it to ci/run_doc_examples.sh)"
+      failed=$((failed + 1)); continue ;;
+    skip*)
+      echo "skip  $page: $cmd  (${kind#skip })"; skipped=$((skipped + 1)); continue ;;
+  esac
+  level=${kind%% *}
+  expected=0
+  [[ "$kind" == *" "* ]] && expected=${kind#* }
+  if [[ $level == full && $cheap_only == 1 ]]; then
+    echo "later $page: $cmd  (full run only)"; skipped=$((skipped + 1)); continue
+  fi
+  if [[ $list_only == 1 ]]; then echo "$level  $page: $cmd"; continue; fi
+  echo "run   $page: $cmd"
+  # `echo $?` is shown after a failing command: it sees that command's status. No stdin:
+  # mpiexec would read the list of examples.
+  set +e
+  (cd "$work" && eval "( exit $last_status ); $cmd") < /dev/null \
+      > "$work/.example.log" 2>&1
+  status=$?
+  set -e
+  last_status=$status
+  ran=$((ran + 1))
+  if [[ $status != "$expected" ]]; then
+    echo "FAIL  $page: $cmd  exited $status, the page shows $expected; its output:"
+    tail -n 30 "$work/.example.log" | sed 's/^/      /'
+    failed=$((failed + 1))
+  fi
+done < <(examples)
+
+echo "doc examples: $ran run, $skipped not run here, $failed failed"
+[[ $failed == 0 ]]

@@ -1,0 +1,110 @@
+// What a newcomer sees for a mistyped command line, checked line for line: every message names
+// the culprit, suggests the nearest valid spelling where there is one, points to the
+// subcommand's own --help and exits 2 before anything runs; and the help texts show the
+// defaults and the real names of things.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+struct Case {
+  std::vector<std::string> args;
+  std::string line;  // the whole output: exactly this one line
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  for (const auto& a : c.args) *os << a << " ";
+}
+
+class UsageError : public ::testing::TestWithParam<Case> {};
+
+TEST_P(UsageError, ExitsTwoWithExactlyThisLine) {
+  const std::string dir = scratch_dir("usage", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::vector<std::string> argv{DDX_BIN};
+  argv.insert(argv.end(), GetParam().args.begin(), GetParam().args.end());
+  RunResult r = run_in(dir, argv, {}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, GetParam().line + "\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CommandLines, UsageError,
+    ::testing::Values(
+        // Unknown flags: named, nearest spelling, the subcommand's own --help (issue 19, item 3).
+        Case{{"launch", "--max-restart", "1", "-np", "1", "--", "true"},
+             "ddx: error: unknown flag --max-restart; did you mean --max-restarts? (see ddx launch --help)"},
+        Case{{"launch", "--bogus", "-np", "1", "--", "true"}, "ddx: error: unknown flag --bogus (see ddx launch --help)"},
+        Case{{"train", "--max-step", "2"}, "ddx: error: unknown flag --max-step; did you mean --max-steps? (see ddx train --help)"},
+        Case{{"train", "--zero-1"}, "ddx: error: unknown flag --zero-1; did you mean --zero1? (see ddx train --help)"},
+        Case{{"probe", "bandwidth", "--minbusbw", "3"},
+             "ddx: error: unknown flag --minbusbw; did you mean --min-busbw? (see ddx probe bandwidth --help)"},
+        Case{{"launch", "-np", "2", "ls", "-la"},
+             "ddx: error: unknown flag -la; to pass it to the command, put '--' before the command: "
+             "ddx launch -np 2 -- ls -la (see ddx launch --help)"},
+        // Unknown subcommands (item 4).
+        Case{{"trian"},
+             "ddx: error: unknown subcommand 'trian'; did you mean 'train'? Subcommands: launch, version, analyze, "
+             "train, parity, checkpoint, probe (see ddx --help)"},
+        Case{{"probe", "bandwith"},
+             "ddx: error: unknown subcommand 'bandwith'; did you mean 'bandwidth'? Subcommands: selfcheck, hang, "
+             "bandwidth (see ddx probe --help)"},
+        Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth (see ddx probe --help)"},
+        // Other parse errors point to the subcommand's help too.
+        Case{{"launch", "--nproc-per-node", "two", "--", "true"},
+             "ddx: error: Could not convert: --nproc-per-node = two (see ddx launch --help)"},
+        // Values of the bandwidth probe's lists are listed (item 5).
+        Case{{"probe", "bandwidth", "-o", "mean"},
+             "ddx: error: -o/--op 'mean' is not one of: sum, prod, max, min, avg, all"},
+        Case{{"probe", "bandwidth", "-d", "float33"},
+             "ddx: error: -d/--datatype 'float33' is not one of: int8, uint8, int32, uint32, int64, uint64, half, "
+             "float, double, bfloat16, all (did you mean float?)"},
+        Case{{"probe", "bandwidth", "--op-list", "allgathr"},
+             "ddx: error: --op-list 'allgathr' is not one of: all_reduce, all_gather, reduce_scatter, broadcast, "
+             "reduce, alltoall, sendrecv, all (did you mean all_gather?)"},
+        // Strategy-specific flags under a strategy that ignores them (item 6).
+        Case{{"train", "--zero1"}, "ddx: error: --zero1 applies to --strategy ddp, not single"},
+        Case{{"train", "--zero1", "--strategy", "fsdp"}, "ddx: error: --zero1 applies to --strategy ddp, not fsdp"},
+        Case{{"train", "--bucket-cap-mb", "1"}, "ddx: error: --bucket-cap-mb applies to --strategy ddp, not single"},
+        Case{{"train", "--verify-init", "--strategy", "fsdp"},
+             "ddx: error: --verify-init applies to --strategy ddp, not fsdp"},
+        Case{{"train", "--no-reshard-after-forward", "--strategy", "ddp"},
+             "ddx: error: --no-reshard-after-forward applies to --strategy fsdp, not ddp"},
+        Case{{"train", "--prefetch", "1", "--strategy", "ddp"},
+             "ddx: error: --prefetch applies to --strategy fsdp, not ddp"},
+        Case{{"train", "--zero1", "--strategy", "bogus"},
+             "ddx: error: --strategy bogus is not one of: ddp, fsdp, single"},
+        // A missing checkpoint folder (item 10).
+        Case{{"checkpoint", "consolidate", "/no/such/step_000000500", "-o", "x"},
+             "ddx: error: checkpoint /no/such/step_000000500 does not exist"}));
+
+RunResult help(std::vector<std::string> args) {
+  std::vector<std::string> argv{DDX_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--help");
+  RunResult r = run_in(scratch_dir("usage", "help"), argv, {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r;
+}
+
+// Help shows the folder names checkpoints really have (item 10).
+TEST(Help, ConsolidateShowsARealCheckpointFolderName) {
+  RunResult r = help({"checkpoint", "consolidate"});
+  EXPECT_NE(r.output.find("outputs/run1/checkpoints/step_000000500"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step_500 "), std::string::npos) << r.output;
+}
+
+// Every option of selfcheck shows its default, like the other commands (item 13).
+TEST(Help, SelfcheckShowsItsDefaults) {
+  RunResult r = help({"probe", "selfcheck"});
+  for (const char* shown : {"=1,7,1000,65537 ", "=float32,float64,bfloat16,int32,int64 ", "=60\n", "=auto\n"}) {
+    EXPECT_NE(r.output.find(shown), std::string::npos) << shown << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace ddx::testing
