@@ -24,6 +24,7 @@ struct Stage {
   std::string name;
   std::vector<std::string> argv;
   std::vector<std::string> artefacts;  // files the stage writes, relative to out_dir
+  std::string summary_marker;          // starts the command's own summary line ("selfcheck: ")
 };
 
 struct StageResult {

@@ -2,7 +2,9 @@
 // a hard timeout, its output in <out>/<stage>.log), print a line per stage, write the report.
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <memory>
 
@@ -21,11 +23,23 @@ std::string log_name(const std::string& stage) {
   return name + ".log";
 }
 
-// The stage's last output line, which each command makes its summary.
-std::string last_line(const std::string& path) {
-  std::string tail = parity::tail_lines(path, 1);
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-  return tail;
+// The command's own summary: the last line that starts (after any "[rank 0]: " prefix) with
+// the stage's marker and goes on with a count; else the log's last line.
+std::string summary_line(const std::string& path, const std::string& marker) {
+  std::ifstream in(path);
+  std::string found, last;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    last = line;
+    const size_t at = line.find(marker);
+    if (at != std::string::npos && at + marker.size() < line.size() &&
+        std::isdigit(static_cast<unsigned char>(line[at + marker.size()])) != 0) {
+      found = line.substr(at);
+    } else if (at != std::string::npos && marker[0] == '#') {
+      found = line.substr(at);  // bandwidth: "# ddx probe bandwidth: OK (...)"
+    }
+  }
+  return found.empty() ? last : found;
 }
 
 int run_validate(const validate::ValidateOptions& o) {
@@ -51,7 +65,7 @@ int run_validate(const validate::ValidateOptions& o) {
     r.seconds = outcome.seconds;
     r.passed = outcome.exit_code == 0;
     r.summary = outcome.timed_out ? "timed out after " + std::to_string(static_cast<int>(o.stage_timeout_s)) + " s"
-                                  : last_line(o.out_dir + "/" + r.log);
+                                  : summary_line(o.out_dir + "/" + r.log, stage.summary_marker);
     for (const auto& a : stage.artefacts) {
       if (std::filesystem::exists(o.out_dir + "/" + a)) r.artefacts.push_back(a);
     }

@@ -48,6 +48,9 @@ TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
   EXPECT_TRUE(stages[0]["passed"].get<bool>()) << stages[0].dump();   // doctor
   EXPECT_FALSE(stages[1]["passed"].get<bool>()) << stages[1].dump();  // selfcheck
   EXPECT_TRUE(stages[1]["ran"].get<bool>());
+  // The stage's own summary line, not the launcher's table.
+  EXPECT_TRUE(has(stages[1]["summary"].get<std::string>(), "selfcheck: ")) << stages[1].dump();
+  EXPECT_TRUE(has(stages[1]["summary"].get<std::string>(), " FAILED")) << stages[1].dump();
   for (size_t i = 2; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
 }
 
