@@ -11,11 +11,14 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
   commands.push_back(add_train_command(app));
   commands.push_back(add_parity_command(app));
   commands.push_back(add_checkpoint_command(app));
-  CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, ...");
+  commands.push_back(add_doctor_command(app));
+  commands.push_back(add_validate_command(app));
+  CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, hang, bandwidth, buserror");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));
   commands.push_back(add_hang_command(*probe));
   commands.push_back(add_bandwidth_command(*probe));
+  commands.push_back(add_buserror_command(*probe));
 #endif
   return commands;
 }

@@ -21,9 +21,12 @@ Subcommand add_analyze_command(CLI::App& app);  // analyzer/analyze_command.cpp
 Subcommand add_selfcheck_command(CLI::App& probe);  // probes/selfcheck/selfcheck_command.cpp
 Subcommand add_hang_command(CLI::App& probe);       // probes/hang/hang_command.cpp
 Subcommand add_bandwidth_command(CLI::App& probe);  // probes/bandwidth/torch/bandwidth_command.cpp
+Subcommand add_buserror_command(CLI::App& probe);   // probes/buserror/buserror_command.cpp
 Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
 Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_command.cpp
 Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
+Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
+Subcommand add_validate_command(CLI::App& app);     // validate/validate_command.cpp
 #endif
 
 }  // namespace ddx::cli

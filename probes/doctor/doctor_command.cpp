@@ -1,0 +1,141 @@
+// `ddx doctor` on the command line: every rank measures its facts, rank 0 gathers them through
+// the store, judges them (doctor_checks.h) and prints one table. Runs under ddx launch, torchrun,
+// srun or mpiexec; Gloo only, so a broken NCCL or GPU cannot stop the preflight that would
+// explain it.
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/cuda.h>
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "cli/commands.h"
+#include "ddx/atomic_file.h"
+#include "ddx/error_report.h"
+#include "ddx/log.h"
+#include "ddx/process_group.h"
+#include "ddx/rendezvous.h"
+#include "ddx/version.h"
+#include "doctor/doctor_checks.h"
+#include "doctor/doctor_facts.h"
+
+namespace ddx::cli {
+namespace {
+
+using nlohmann::json;
+
+struct DoctorFlags {
+  std::string json_path;
+  std::string save_dir = ".";
+  double timeout_s = 60;
+};
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
+std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+// This rank's wall clock minus rank 0's, in ms: rank 0 publishes its clock the moment every
+// rank is waiting for it, and each rank reads its own on arrival (the store's one-way latency,
+// under a millisecond on a LAN, is included).
+double clock_offset_ms(World& world) {
+  c10d::Store& store = world.store();
+  store.set("ddx/doctor/waiting" + std::to_string(world.rank()), bytes("1"));
+  if (world.rank() == 0) {
+    std::vector<std::string> keys;
+    for (int r = 0; r < world.size(); ++r) keys.push_back("ddx/doctor/waiting" + std::to_string(r));
+    store.wait(keys);
+    store.set("ddx/doctor/clock", bytes(std::to_string(unix_ms())));
+    return 0;
+  }
+  store.wait({"ddx/doctor/clock"});
+  const int64_t mine = unix_ms();
+  return static_cast<double>(mine - std::stoll(text(store.get("ddx/doctor/clock"))));
+}
+
+int report(World& world, const json& mine, const DoctorFlags& flags) {
+  c10d::Store& store = world.store();
+  store.set("ddx/doctor/facts" + std::to_string(world.rank()), bytes(mine.dump()));
+  if (world.rank() != 0) {
+    store.wait({"ddx/doctor/done"});  // rank 0 hosts the store: stay until it has read ours
+    return 0;
+  }
+  std::vector<json> ranks;
+  std::set<std::string> hosts;
+  for (int r = 0; r < world.size(); ++r) {
+    ranks.push_back(json::parse(text(store.get("ddx/doctor/facts" + std::to_string(r)))));
+    hosts.insert(ranks.back()["host"].get<std::string>());
+  }
+  store.set("ddx/doctor/done", bytes("1"));
+
+  const auto rows = doctor::evaluate(ranks);
+  std::map<doctor::Status, int> counts;
+  for (const auto& r : rows) ++counts[r.status];
+  std::printf("ddx doctor: %d rank%s on %zu host%s, rendezvous via %s\n", world.size(), world.size() == 1 ? "" : "s",
+              hosts.size(), hosts.size() == 1 ? "" : "s", to_string(world.info().source));
+  std::fputs(doctor::format_table(rows).c_str(), stdout);
+  std::printf("doctor: %zu checks: %d PASS, %d WARN, %d FAIL, %d SKIP\n", rows.size(), counts[doctor::Status::Pass],
+              counts[doctor::Status::Warn], counts[doctor::Status::Fail], counts[doctor::Status::Skip]);
+  std::fflush(stdout);
+  const int rc = doctor::exit_code(rows);
+  if (!flags.json_path.empty()) {
+    json out = {{"world_size", world.size()}, {"passed", rc == 0}, {"checks", doctor::to_json(rows)}, {"ranks", ranks}};
+    write_file_atomically(flags.json_path, out.dump(2) + "\n");
+  }
+  return rc;
+}
+
+}  // namespace
+
+Subcommand add_doctor_command(CLI::App& app) {
+  auto flags = std::make_shared<DoctorFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor",
+      "Preflight on every rank (/dev/shm vs local ranks, ulimits, clock skew, versions, GPUs, "
+      "interfaces named in NCCL_*/GLOO_*, MASTER_ADDR, disk, threads, CPU): rank 0 prints one "
+      "PASS/WARN/FAIL/SKIP table with a fix per problem. Exit 1 on a FAIL. Run it under ddx "
+      "launch, torchrun, srun or mpiexec.");
+  cmd->add_option("--json", flags->json_path, "Write every check and every rank's facts as JSON (rank 0)");
+  cmd->add_option("--save-dir", flags->save_dir, "Folder whose free disk is checked (where checkpoints go)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout_s, "Seconds before the rendezvous gives up")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
+
+  return {cmd, [flags]() {
+            const EnvMap env = current_env();
+            RendezvousInfo info = resolve_rendezvous(env);
+            log::set_rank(info.rank, info.world_size);
+            set_error_report_rank(info.rank, info.local_rank, info.world_size);
+            ProcessGroupOptions pg;
+            pg.store_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags->timeout_s * 1000));
+            pg.collective_timeout = pg.store_timeout;
+            pg.enable_nccl = false;
+            // The doctor talks through the store only. A GLOO_SOCKET_IFNAME naming no interface
+            // would kill the world group's creation before the check that reports it could run.
+            ::unsetenv("GLOO_SOCKET_IFNAME");
+            auto world = World::init(info, pg);
+            doctor::FactsInput input;
+            input.info = world->info();  // under mpiexec the master address is agreed in init
+            input.save_dir = flags->save_dir;
+            input.versions = version_report();
+            for (auto& v : torch_versions()) {
+              if (v.first != "gpus") input.versions.push_back(v);  // GPU counts may differ by host
+            }
+            input.gpus = static_cast<int>(torch::cuda::device_count());
+            json facts = doctor::collect_facts(env, input);
+            facts["clock_offset_ms"] = clock_offset_ms(*world);
+            const int rc = report(*world, facts, *flags);
+            world->shutdown();
+            return rc;
+          }};
+}
+
+}  // namespace ddx::cli

@@ -1,0 +1,77 @@
+// `ddx doctor` with real processes: under ddx launch and mpiexec every rank's facts reach rank
+// 0's table; real failing inputs (an NCCL_SOCKET_IFNAME naming no interface, a 64 MiB /dev/shm
+// in a private mount namespace) turn their rows FAIL/WARN with the fix; --json has every check.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+bool has(const std::string& output, const std::string& text) { return output.find(text) != std::string::npos; }
+
+std::vector<std::string> launch(int np, std::vector<std::string> args) {
+  std::vector<std::string> argv{DDX_BIN, "launch", "-np", std::to_string(np), "--", DDX_BIN, "doctor"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+TEST(Doctor, UnderDdxLaunchEveryRankReportsAndTheJsonHasEveryCheck) {
+  const std::string dir = scratch_dir("doctor", "launch");
+  RunResult r = run_in(dir, launch(2, {"--json", dir + "/doctor.json", "--save-dir", dir}), {}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "ddx doctor: 2 ranks on 1 host, rendezvous via ddx launch")) << r.output;
+  EXPECT_TRUE(has(r.output, "GPUs vs local ranks")) << r.output;
+  EXPECT_TRUE(has(r.output, "skipped: no GPU") || has(r.output, "GPU for 2 local ranks")) << r.output;
+  EXPECT_TRUE(has(r.output, "OMP_NUM_THREADS=1")) << r.output;  // ddx launch sets it
+  const auto report = nlohmann::json::parse(read_file(dir + "/doctor.json"));
+  EXPECT_EQ(report["ranks"].size(), 2u);
+  EXPECT_EQ(report["checks"].size(), 13u);
+  EXPECT_TRUE(report["passed"].get<bool>());
+  for (const auto& rank : report["ranks"]) EXPECT_LT(std::abs(rank["clock_offset_ms"].get<double>()), 1000.0);
+}
+
+TEST(Doctor, UnderMpiexec) {
+  const std::string dir = scratch_dir("doctor", "mpiexec");
+  RunResult r = run_in(dir, {"/usr/bin/mpiexec.hydra", "-n", "2", DDX_BIN, "doctor", "--save-dir", dir}, {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "ddx doctor: 2 ranks on 1 host, rendezvous via MPICH")) << r.output;
+}
+
+TEST(Doctor, AnInterfaceThatDoesNotExistFailsWithTheFix) {
+  const std::string dir = scratch_dir("doctor", "ifname");
+  // A bad GLOO_SOCKET_IFNAME would stop Gloo itself; the doctor must still report it.
+  RunResult r = run_in(dir, launch(2, {"--save-dir", dir}),
+                       {{"NCCL_SOCKET_IFNAME", "nosuch0"}, {"GLOO_SOCKET_IFNAME", "nosuch1"}}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "NCCL_SOCKET_IFNAME=nosuch0 on rank 0")) << r.output;
+  EXPECT_TRUE(has(r.output, "no interface 'nosuch0'")) << r.output;
+  EXPECT_TRUE(has(r.output, "GLOO_SOCKET_IFNAME=nosuch1 on rank 1")) << r.output;
+  EXPECT_TRUE(has(r.output, "fix: name an interface that exists on every host")) << r.output;
+}
+
+TEST(Doctor, ASmallDevShmIsReportedAgainstTheLocalRanks) {
+  const pid_t probe = ::fork();
+  if (probe == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
+  int status = 0;
+  ::waitpid(probe, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) GTEST_SKIP() << "unshare(CLONE_NEWNS) refused here";
+  const std::string dir = scratch_dir("doctor", "shm");
+  const std::string script = "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +
+                             "' launch -np 4 -- '" + DDX_BIN + "' doctor --save-dir '" + dir + "'";
+  RunResult r = run_in(dir, {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script}, {}, 60);
+  // No GPU here: NCCL would need the space, Gloo does not, so a WARN (a FAIL with GPUs).
+  EXPECT_TRUE(has(r.output, "64.0 MiB free, 4 local ranks need 220.6 MiB")) << r.output;
+  EXPECT_TRUE(has(r.output, "fix: docker run --shm-size=2g")) << r.output;
+}
+
+}  // namespace
+}  // namespace ddx::testing
