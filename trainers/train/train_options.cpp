@@ -13,7 +13,7 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
       ->capture_default_str();
   cmd.add_option("--tokenizer", o.tokenizer, "byte, or a Hugging Face tokenizer.json")->capture_default_str();
   cmd.add_option("-m,--model", o.model,
-                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama), "
+                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama, debug-tp, debug-tp-llama), "
                  "a config.json or a folder holding one")
       ->capture_default_str();
   cmd.add_option("--init-from", o.init_from, "Start from pretrained safetensors weights (file, index or folder)");
@@ -81,6 +81,12 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--cpu-offload", o.cpu_offload, "Keep shards, their gradients and the optimizer step on the CPU")->group(fsdp);
   cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
+  auto* tp = "Tensor parallel (tp)";
+  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (default: the world size)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
+  cmd.add_flag("--sequence-parallel", o.sequence_parallel,
+               "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
+               "each tensor-parallel region instead of all-reduces")->group(tp);
 }
 
 void validate(const TrainOptions& o) {
@@ -99,6 +105,10 @@ void validate(const TrainOptions& o) {
                        : o.checkpoint_activations ? "--checkpoint-activations"
                                                   : nullptr;
     if (flag) throw UsageError(std::string(flag) + " applies to --strategy fsdp, not " + o.strategy);
+  }
+  if (o.strategy != "tp") {
+    if (o.tp != 0) throw UsageError("--tp applies to --strategy tp, not " + o.strategy);
+    if (o.sequence_parallel) throw UsageError("--sequence-parallel applies to --strategy tp, not " + o.strategy);
   }
   if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
     throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
