@@ -53,7 +53,7 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
   ASSERT_TRUE(o.report.contains("runs")) << o.output;
   EXPECT_TRUE(o.report["passed"].get<bool>());
   for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view", "fsdp", "fsdp-zero2", "fsdp-accum2",
-                           "fsdp-recompute"}) {
+                           "fsdp-recompute", "tp", "tp-sp", "tp-accum2"}) {
     for (int n : {2, 4}) {
       const auto* r = find_run(o.report, name, n);
       ASSERT_NE(r, nullptr) << name << " x" << n;
@@ -167,7 +167,8 @@ INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
                                            Broken{"skipped_bucket", "skip-bucket:0", "ddp"},
                                            Broken{"fsdp_local_mean", "local-mean", "fsdp"},
                                            Broken{"fsdp_scaled_rank", "scale-grad:1:1.001", "fsdp"},
-                                           Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"}),
+                                           Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"},
+                                           Broken{"tp_no_input_reduce", "tp-no-input-reduce", "tp"}),
                          [](const auto& info) { return info.param.tag; });
 
 }  // namespace

@@ -19,14 +19,13 @@
 #include "models/layers.h"
 #include "train/fsdp_unit.h"
 #include "train/grad_buckets.h"
+#include "worker_checks.h"
 
 using namespace ddx;
+using ddx::testing::expect;
+using ddx::testing::OpCounter;
 
 namespace {
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error("check failed: " + what);
-}
 
 ProcessGroupOptions options(int timeout_ms) {
   ProcessGroupOptions o;
@@ -166,15 +165,6 @@ void shutdown_pending(World& world) {
 // Layer-level parity in fp64: DDP's bucketed all-reduce and FSDP-style sharded all-gather /
 // reduce-scatter against the unsharded computation, exactly, with the number of collectives
 // of each kind counted through the collective layer's records.
-class OpCounter : public OpObserver {
- public:
-  void on_enqueue(const OpRecord& r) override {
-    std::lock_guard<std::mutex> lock(mutex);
-    ++counts[to_string(r.op)];
-  }
-  std::mutex mutex;
-  std::map<std::string, int> counts;
-};
 
 // Rank r's gradient of parameter p: small integers, so fp64 sums are exact.
 torch::Tensor rank_gradient(int rank, int p, const std::vector<int64_t>& shape) {

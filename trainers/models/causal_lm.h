@@ -10,20 +10,28 @@
 #include <vector>
 
 #include "models/model_config.h"
+#include "models/tensor_parallel.h"
 
 namespace ddx::models {
 
+struct LossSum;
+
 class CausalLM : public torch::nn::Module {
  public:
-  explicit CausalLM(ModelConfig config) : config_(std::move(config)) {}
+  CausalLM(ModelConfig config, TensorParallel tp) : config_(std::move(config)), tp_(tp) {}
   const ModelConfig& config() const { return config_; }
+  // The tensor-parallel split this model was built with (none: every parameter is full).
+  const TensorParallel& tensor_parallel() const { return tp_; }
 
   // tokens [B, T] int64 -> hidden [B, T, D]
   virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
   // One transformer block, i in [0, num_layers).
   virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
-  // hidden [B, T, D] -> logits [B, T, V]
+  // hidden [B, T, D] -> logits [B, T, V] (under tensor parallelism: this rank's vocabulary
+  // slice [B, T, V/N]; never the full logits)
   virtual torch::Tensor head(const torch::Tensor& hidden) = 0;
+  // The summed token loss of head()'s logits: causal_lm_loss_sum(), or its vocab-parallel form.
+  LossSum loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
   torch::Tensor forward(const torch::Tensor& tokens) {
     torch::Tensor h = embed(tokens);
@@ -43,13 +51,16 @@ class CausalLM : public torch::nn::Module {
 
  private:
   ModelConfig config_;
+  TensorParallel tp_;
 };
 
 // Builds the model with every parameter initialised by init_parameter() (so identical for any
-// parallel layout), on `device` in `dtype`.
+// parallel layout), on `device` in `dtype`. Under tensor parallelism (`tp` with a group) each
+// rank builds only its slices (parallel_layers.h), bit-identical to the same slices of the
+// single-device model.
 std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed,
                                       torch::Device device = torch::kCPU,
-                                      torch::Dtype dtype = torch::kFloat32);
+                                      torch::Dtype dtype = torch::kFloat32, const TensorParallel& tp = {});
 
 // The module structure with every parameter at its full shape but without storage: nothing
 // is allocated or initialised. For sharded strategies, which attach storage themselves

@@ -9,6 +9,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
 #include "ddx/text.h"
+#include "models/parallel_layers.h"
 #include "models/safetensors.h"
 
 namespace ddx::models {
@@ -122,14 +123,31 @@ torch::Tensor read_hf_rows(const HfSource& source, int64_t row_begin, int64_t ro
 }
 
 void load_hf_weights(CausalLM& model, const std::string& path) {
+  // A tensor-parallel model reads only its slices: row ranges directly, column slices of whole
+  // rows (row-parallel weights).
+  const ParameterShards shards = parameter_shards(model);
   std::vector<ParameterShape> shapes;
-  for (auto& param : model.named_parameters()) shapes.emplace_back(param.key(), param.value().sizes().vec());
+  for (auto& param : model.named_parameters()) {
+    auto shard = shards.find(param.key());
+    shapes.emplace_back(param.key(), shard != shards.end() ? shard->second.full_shape : param.value().sizes().vec());
+  }
   const std::map<std::string, HfSource> plan = match_hf_tensors(model.config(), shapes, path);
   torch::NoGradGuard no_grad;
   for (auto& param : model.named_parameters()) {
     const HfSource& source = plan.at(param.key());
-    torch::Tensor t = read_tensor(source.info);
-    param.value().copy_(source.transposed ? t.t() : t);
+    auto shard = shards.find(param.key());
+    if (shard == shards.end()) {
+      torch::Tensor t = read_tensor(source.info);
+      param.value().copy_(source.transposed ? t.t() : t);
+      continue;
+    }
+    std::vector<torch::Tensor> parts;
+    for (const Range& r : shard->second.ranges) {
+      parts.push_back(shard->second.dim == 0 ? read_hf_rows(source, r.begin, r.end)
+                                             : read_hf_rows(source, 0, shard->second.full_shape[0])
+                                                   .narrow(shard->second.dim, r.begin, r.size()));
+    }
+    param.value().copy_(torch::cat(parts, shard->second.dim));
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "models/causal_lm.h"
 #include "models/layers.h"
+#include "models/parallel_layers.h"
 
 namespace ddx::models {
 namespace {
@@ -105,16 +106,45 @@ torch::Tensor init_parameter(const ModelConfig& config, const std::string& name,
   return out;
 }
 
+namespace {
+
+// This rank's slice of a tensor-parallel parameter: its row ranges drawn directly; a column
+// slice (row-parallel weights) draws whole rows and keeps its columns, since the streams are
+// per row.
+torch::Tensor init_shard(const ModelConfig& config, const std::string& name, const ParameterShard& shard,
+                         uint64_t seed) {
+  std::vector<torch::Tensor> parts;
+  for (const Range& r : shard.ranges) {
+    if (shard.dim == 0) {
+      parts.push_back(init_parameter(config, name, shard.full_shape, seed, r.begin, r.end));
+    } else {
+      parts.push_back(init_parameter(config, name, shard.full_shape, seed, 0, shard.full_shape[0])
+                          .narrow(shard.dim, r.begin, r.size()));
+    }
+  }
+  return torch::cat(parts, shard.dim);
+}
+
+std::shared_ptr<CausalLM> make_model(const ModelConfig& config, const TensorParallel& tp,
+                                     const torch::TensorOptions& options) {
+  return config.family == Family::Gpt2 ? detail::make_gpt2(config, tp, options)
+                                       : detail::make_llama(config, tp, options);
+}
+
+}  // namespace
+
 std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed, torch::Device device,
-                                      torch::Dtype dtype) {
+                                      torch::Dtype dtype, const TensorParallel& tp) {
   validate(config);
   const auto options = torch::TensorOptions().dtype(dtype).device(device);
-  std::shared_ptr<CausalLM> model = config.family == Family::Gpt2 ? detail::make_gpt2(config, options)
-                                                                  : detail::make_llama(config, options);
+  std::shared_ptr<CausalLM> model = make_model(config, tp, options);
+  const ParameterShards shards = parameter_shards(*model);
   torch::NoGradGuard no_grad;
   for (auto& param : model->named_parameters()) {
     const auto shape = param.value().sizes().vec();
-    param.value().copy_(init_parameter(config, param.key(), shape, seed, 0, shape[0]));
+    auto shard = shards.find(param.key());
+    param.value().copy_(shard != shards.end() ? init_shard(config, param.key(), shard->second, seed)
+                                              : init_parameter(config, param.key(), shape, seed, 0, shape[0]));
   }
   return model;
 }
@@ -123,7 +153,12 @@ std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch:
   validate(config);
   const auto options = torch::TensorOptions().dtype(dtype).device(device);
   detail::SkeletonScope skeleton;
-  return config.family == Family::Gpt2 ? detail::make_gpt2(config, options) : detail::make_llama(config, options);
+  return make_model(config, {}, options);
+}
+
+LossSum CausalLM::loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const {
+  return vocab_parallel_loss_sum(logits, labels, shard_range(config_.vocab_size, tp_.size(), tp_.rank(), "a vocabulary"),
+                                 tp_);
 }
 
 }  // namespace ddx::models

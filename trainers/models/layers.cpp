@@ -22,13 +22,6 @@ torch::Tensor new_parameter(at::IntArrayRef shape, const torch::TensorOptions& o
   return t;
 }
 
-Linear::Linear(int64_t in, int64_t out, bool has_bias, const torch::TensorOptions& options) {
-  weight = register_parameter("weight", new_parameter({out, in}, options));
-  if (has_bias) bias = register_parameter("bias", new_parameter({out}, options));
-}
-
-torch::Tensor Linear::forward(const torch::Tensor& x) const { return torch::linear(x, weight, bias); }
-
 Embedding::Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options) {
   weight = register_parameter("weight", new_parameter({rows, dim}, options));
 }
@@ -110,8 +103,10 @@ LossSum causal_lm_loss_sum(const torch::Tensor& logits, const torch::Tensor& lab
   const int64_t vocab = logits.size(-1);
   torch::Tensor flat_labels = labels.reshape({-1});
   LossSum out;
+  // float32 for bf16 logits; float64 (the layer tests) stays float64.
+  const auto compute = logits.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   out.sum = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, vocab}).to(torch::kFloat32), flat_labels,
+      logits.reshape({-1, vocab}).to(compute), flat_labels,
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
   out.tokens = flat_labels.ne(-100).sum().item<int64_t>();
   return out;

@@ -1,5 +1,6 @@
 #pragma once
-// Small building blocks shared by gpt2.cpp and llama.cpp. Parameters are created
+// Small building blocks shared by gpt2.cpp and llama.cpp; the linear layers (split or not under
+// tensor parallelism) are in parallel_layers.h. Parameters are created
 // uninitialised (torch::empty): build_model() fills every one through init_parameter(), so the
 // default Kaiming init of torch::nn::Linear would be wasted work on an 8B model.
 #include <torch/torch.h>
@@ -22,14 +23,6 @@ class SkeletonScope {
 
  private:
   bool previous_;
-};
-
-// y = x W^T (+ b), W of shape [out, in] (the torch Linear layout, also used for GPT-2's
-// Conv1D weights, which the HF mapping transposes).
-struct Linear : torch::nn::Module {
-  Linear(int64_t in, int64_t out, bool bias, const torch::TensorOptions& options);
-  torch::Tensor forward(const torch::Tensor& x) const;
-  torch::Tensor weight, bias;
 };
 
 struct Embedding : torch::nn::Module {
@@ -73,7 +66,9 @@ RopeTables rope_tables(const ModelConfig& config, int64_t seq_len, const torch::
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
 
 // Family constructors, used by build_model().
-std::shared_ptr<CausalLM> make_gpt2(const ModelConfig& config, const torch::TensorOptions& options);
-std::shared_ptr<CausalLM> make_llama(const ModelConfig& config, const torch::TensorOptions& options);
+std::shared_ptr<CausalLM> make_gpt2(const ModelConfig& config, const TensorParallel& tp,
+                                    const torch::TensorOptions& options);
+std::shared_ptr<CausalLM> make_llama(const ModelConfig& config, const TensorParallel& tp,
+                                     const torch::TensorOptions& options);
 
 }  // namespace ddx::models::detail

@@ -17,48 +17,63 @@
 //   blocks.{i}.mlp.{gate_proj [I, D], up_proj [I, D], down_proj [D, I]}.weight,
 //   norm.weight [D], lm_head.weight [V, D] (untied only).
 // RoPE uses HF's rotate_half layout (see layers.h), so HF q/k weights load as they are.
+//
+// Tensor parallelism over N ranks (parallel_layers.h): rank r holds query heads
+// [r H/N, (r+1) H/N) and KV heads [r KV/N, (r+1) KV/N) (GQA groups stay whole: local query head
+// j reads local KV head j / (H/KV), as globally), the matching input columns of o_proj, a 1/N
+// slice of gate/up rows and down columns, and a 1/N slice of the vocabulary rows of
+// tok_embeddings and lm_head. The norms are replicated.
 #include "models/layers.h"
+#include "models/parallel_layers.h"
 
 namespace ddx::models::detail {
 namespace {
 
 struct LlamaAttention : torch::nn::Module {
-  LlamaAttention(const ModelConfig& c, const torch::TensorOptions& o)
-      : heads(c.num_heads), kv_heads(c.num_kv_heads) {
-    const int64_t d = c.hidden_size, hd = c.head_dim();
-    q_proj = register_module("q_proj", std::make_shared<Linear>(d, heads * hd, false, o));
-    k_proj = register_module("k_proj", std::make_shared<Linear>(d, kv_heads * hd, false, o));
-    v_proj = register_module("v_proj", std::make_shared<Linear>(d, kv_heads * hd, false, o));
-    o_proj = register_module("o_proj", std::make_shared<Linear>(heads * hd, d, false, o));
+  LlamaAttention(const ModelConfig& c, const TensorParallel& tp, const torch::TensorOptions& o)
+      : heads(c.num_heads / tp.size()), kv_heads(c.num_kv_heads / tp.size()) {
+    const int64_t d = c.hidden_size, hd = c.head_dim(), r = tp.rank();
+    const Range q_rows{r * heads * hd, (r + 1) * heads * hd}, kv_rows{r * kv_heads * hd, (r + 1) * kv_heads * hd};
+    const int64_t q_out = c.num_heads * hd, kv_out = c.num_kv_heads * hd;
+    q_proj = register_module("q_proj", std::make_shared<ColumnParallelLinear>(d, q_out, std::vector<Range>{q_rows}, false, tp, o));
+    k_proj = register_module("k_proj", std::make_shared<ColumnParallelLinear>(d, kv_out, std::vector<Range>{kv_rows}, false, tp, o));
+    v_proj = register_module("v_proj", std::make_shared<ColumnParallelLinear>(d, kv_out, std::vector<Range>{kv_rows}, false, tp, o));
+    o_proj = register_module("o_proj", std::make_shared<RowParallelLinear>(q_out, d, q_rows, false, tp, o));
   }
-  torch::Tensor forward(const torch::Tensor& x, const RopeTables& rope) {
+  torch::Tensor forward(const torch::Tensor& region_input, const RopeTables& rope) {
+    torch::Tensor x = enter_tp_region(region_input, q_proj->tp);
     torch::Tensor q = apply_rope(split_heads(q_proj->forward(x), heads), rope);
     torch::Tensor k = apply_rope(split_heads(k_proj->forward(x), kv_heads), rope);
     torch::Tensor v = split_heads(v_proj->forward(x), kv_heads);
     return o_proj->forward(causal_attention(q, k, v));
   }
-  int64_t heads, kv_heads;
-  std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;
+  int64_t heads, kv_heads;  // on this rank
+  std::shared_ptr<ColumnParallelLinear> q_proj, k_proj, v_proj;
+  std::shared_ptr<RowParallelLinear> o_proj;
 };
 
 struct LlamaMlp : torch::nn::Module {
-  LlamaMlp(const ModelConfig& c, const torch::TensorOptions& o) {
-    gate_proj = register_module("gate_proj", std::make_shared<Linear>(c.hidden_size, c.intermediate_size, false, o));
-    up_proj = register_module("up_proj", std::make_shared<Linear>(c.hidden_size, c.intermediate_size, false, o));
-    down_proj = register_module("down_proj", std::make_shared<Linear>(c.intermediate_size, c.hidden_size, false, o));
+  LlamaMlp(const ModelConfig& c, const TensorParallel& tp, const torch::TensorOptions& o) {
+    const int64_t d = c.hidden_size, i = c.intermediate_size;
+    const Range mine = shard_range(i, tp.size(), tp.rank(), "an MLP width");
+    gate_proj = register_module("gate_proj", std::make_shared<ColumnParallelLinear>(d, i, std::vector<Range>{mine}, false, tp, o));
+    up_proj = register_module("up_proj", std::make_shared<ColumnParallelLinear>(d, i, std::vector<Range>{mine}, false, tp, o));
+    down_proj = register_module("down_proj", std::make_shared<RowParallelLinear>(i, d, mine, false, tp, o));
   }
-  torch::Tensor forward(const torch::Tensor& x) {
+  torch::Tensor forward(const torch::Tensor& region_input) {
+    torch::Tensor x = enter_tp_region(region_input, gate_proj->tp);
     return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
   }
-  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+  std::shared_ptr<ColumnParallelLinear> gate_proj, up_proj;
+  std::shared_ptr<RowParallelLinear> down_proj;
 };
 
 struct LlamaBlock : torch::nn::Module {
-  LlamaBlock(const ModelConfig& c, const torch::TensorOptions& o) {
+  LlamaBlock(const ModelConfig& c, const TensorParallel& tp, const torch::TensorOptions& o) {
     attn_norm = register_module("attn_norm", std::make_shared<RmsNorm>(c.hidden_size, c.norm_eps, o));
-    attn = register_module("attn", std::make_shared<LlamaAttention>(c, o));
+    attn = register_module("attn", std::make_shared<LlamaAttention>(c, tp, o));
     mlp_norm = register_module("mlp_norm", std::make_shared<RmsNorm>(c.hidden_size, c.norm_eps, o));
-    mlp = register_module("mlp", std::make_shared<LlamaMlp>(c, o));
+    mlp = register_module("mlp", std::make_shared<LlamaMlp>(c, tp, o));
   }
   torch::Tensor forward(torch::Tensor h, const RopeTables& rope) {
     h = h + attn->forward(attn_norm->forward(h), rope);
@@ -73,16 +88,18 @@ struct LlamaBlock : torch::nn::Module {
 // the model computes once per sequence length and device.
 class Llama : public CausalLM {
  public:
-  Llama(const ModelConfig& c, const torch::TensorOptions& o) : CausalLM(c) {
-    tok_embeddings = register_module("tok_embeddings", std::make_shared<Embedding>(c.vocab_size, c.hidden_size, o));
+  Llama(const ModelConfig& c, const TensorParallel& tp, const torch::TensorOptions& o) : CausalLM(c, tp) {
+    tok_embeddings = register_module("tok_embeddings",
+                                     std::make_shared<VocabParallelEmbedding>(c.vocab_size, c.hidden_size, tp, o));
     auto list = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) {
-      blocks.push_back(std::make_shared<LlamaBlock>(c, o));
+      blocks.push_back(std::make_shared<LlamaBlock>(c, tp, o));
       list->push_back(blocks.back());
     }
     norm = register_module("norm", std::make_shared<RmsNorm>(c.hidden_size, c.norm_eps, o));
     if (!c.tie_embeddings)
-      lm_head = register_module("lm_head", std::make_shared<Linear>(c.hidden_size, c.vocab_size, false, o));
+      lm_head = register_module("lm_head", std::make_shared<ColumnParallelLinear>(
+                                               c.hidden_size, c.vocab_size, std::vector<Range>{tok_embeddings->rows}, false, tp, o));
   }
 
   torch::Tensor embed(const torch::Tensor& tokens) override {
@@ -92,11 +109,14 @@ class Llama : public CausalLM {
   }
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override {
-    return blocks.at(i)->forward(hidden, rope_for(hidden.size(1), hidden.device()));
+    // Attention runs on the whole sequence, also when the block's input is a sequence shard.
+    const int64_t seq = hidden.size(1) * (tensor_parallel().sequence_parallel ? tensor_parallel().size() : 1);
+    return blocks.at(i)->forward(hidden, rope_for(seq, hidden.device()));
   }
 
   torch::Tensor head(const torch::Tensor& hidden) override {
-    return torch::linear(norm->forward(hidden), lm_head ? lm_head->weight : tok_embeddings->weight);
+    return torch::linear(enter_tp_region(norm->forward(hidden), tensor_parallel()),
+                         lm_head ? lm_head->weight : tok_embeddings->weight);
   }
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }
@@ -120,17 +140,18 @@ class Llama : public CausalLM {
     return rope_;
   }
 
-  std::shared_ptr<Embedding> tok_embeddings;
+  std::shared_ptr<VocabParallelEmbedding> tok_embeddings;
   std::vector<std::shared_ptr<LlamaBlock>> blocks;
   std::shared_ptr<RmsNorm> norm;
-  std::shared_ptr<Linear> lm_head;
+  std::shared_ptr<ColumnParallelLinear> lm_head;
   RopeTables rope_;
 };
 
 }  // namespace
 
-std::shared_ptr<CausalLM> make_llama(const ModelConfig& config, const torch::TensorOptions& options) {
-  return std::make_shared<Llama>(config, options);
+std::shared_ptr<CausalLM> make_llama(const ModelConfig& config, const TensorParallel& tp,
+                                     const torch::TensorOptions& options) {
+  return std::make_shared<Llama>(config, tp, options);
 }
 
 }  // namespace ddx::models::detail

@@ -94,6 +94,33 @@ ModelConfig debug_llama() {
   return c;
 }
 
+// Tensor-parallel test models: head counts that TP 2 and 4 divide (GPT-2 4 heads; Llama 8 query
+// heads over 4 KV heads, so TP 4 leaves one KV head and its group of 2 query heads per rank),
+// and sizes no TP size divides, so vocabulary and MLP shards meet a short last shard: vocab
+// 1001 = 7 x 11 x 13, MLP 137 (prime).
+ModelConfig debug_tp_gpt2() {
+  ModelConfig c = debug_gpt2();
+  c.name = "debug-tp";
+  c.vocab_size = 1001;
+  c.hidden_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  return c;
+}
+
+ModelConfig debug_tp_llama() {
+  ModelConfig c = debug_llama();
+  c.name = "debug-tp-llama";
+  c.vocab_size = 1001;
+  c.hidden_size = 64;
+  c.num_layers = 2;
+  c.num_heads = 8;
+  c.num_kv_heads = 4;
+  c.intermediate_size = 137;
+  return c;
+}
+
 const std::map<std::string, std::function<ModelConfig()>>& presets() {
   static const std::map<std::string, std::function<ModelConfig()>> table = {
       {"gpt2", [] { return gpt2_shape("gpt2", 768, 12, 12); }},
@@ -102,6 +129,8 @@ const std::map<std::string, std::function<ModelConfig()>>& presets() {
       {"llama-3.1-8b", [] { return llama3_shape("llama-3.1-8b", 4096, 32, 14336, false, 8.0); }},
       {"debug", debug_gpt2},
       {"debug-llama", debug_llama},
+      {"debug-tp", debug_tp_gpt2},
+      {"debug-tp-llama", debug_tp_llama},
   };
   return table;
 }

@@ -50,8 +50,9 @@ struct ModelConfig {
 
 // Named presets: "gpt2", "gpt2-medium", "llama-3.2-1b", "llama-3.1-8b", and tiny test models
 // "debug" (GPT-2 family) and "debug-llama", whose sizes are odd (not divisible by 2, 3 or 4
-// where the architecture allows) so sharding code meets padding. Throws UsageError listing the
-// known presets for an unknown name.
+// where the architecture allows) so sharding code meets padding; "debug-tp" and
+// "debug-tp-llama" have head counts TP 2 and 4 divide and a vocabulary no TP size divides.
+// Throws UsageError listing the known presets for an unknown name.
 ModelConfig model_config_from_preset(const std::string& name);
 
 // A Hugging Face config.json (GPT2LMHeadModel / LlamaForCausalLM fields). Throws UsageError

@@ -36,6 +36,12 @@ struct Variant {
   std::string description;
   std::vector<std::string> flags;  // passed to ddx train
   int64_t grad_accum = 1;
+  // False when every rank reads the whole global batch (tensor parallelism), so the per-rank
+  // batch is not divided by the world size.
+  bool data_parallel = true;
+  // A model preset this variant needs instead of the suite's --model (TP needs head counts the
+  // world sizes divide); it is compared with its own single-device baseline of that model.
+  std::string model;
 };
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.

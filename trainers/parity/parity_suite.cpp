@@ -37,9 +37,9 @@ RunPaths paths_for(const std::string& out_dir, const std::string& name) {
 }
 
 // The `ddx train` command line shared by every run: same model, seed, data, schedule.
-std::vector<std::string> train_args(const ParityOptions& o, const RunPaths& p, int64_t per_rank_batch,
-                                    int64_t grad_accum) {
-  return {"train", "--model", o.model, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
+std::vector<std::string> train_args(const ParityOptions& o, const std::string& model, const RunPaths& p,
+                                    int64_t per_rank_batch, int64_t grad_accum) {
+  return {"train", "--model", model, "--dtype", o.dtype, "--seed", std::to_string(o.seed),
           "--lr", std::to_string(o.lr), "--warmup-steps", "0", "-s", std::to_string(o.seq_length),
           "-b", std::to_string(per_rank_batch), "--grad-accum", std::to_string(grad_accum),
           "--max-steps", std::to_string(o.steps), "--log-freq", "1", "--checksum-freq", "1", "--no-progress",
@@ -115,6 +115,45 @@ std::vector<StepPoint> read_golden(const std::string& path, const json& env) {
   return curve;
 }
 
+// A single-device run that variants are compared with.
+struct Baseline {
+  std::vector<StepPoint> curve;  // empty when it failed
+  std::string weights;
+};
+
+Baseline run_baseline(const std::string& ddx, const ParityOptions& o, const std::string& model) {
+  RunReport r;
+  const RunPaths p = paths_for(o.out_dir, "single-" + model);
+  Baseline b;
+  b.curve = execute(ddx, o, "single " + model, 1, train_args(o, model, p, o.global_batch, 1), p, r);
+  b.weights = p.weights;
+  return b;
+}
+
+RunReport run_variant(const std::string& ddx, const ParityOptions& o, const Variant& v, const std::string& model,
+                      int n, const Baseline& baseline) {
+  RunReport r;
+  r.name = v.name;
+  r.strategy = v.flags.size() >= 2 ? v.flags[1] : v.name;
+  r.world_size = n;
+  if (baseline.curve.empty()) {
+    r.verdict = "ERROR";
+    r.comparison.note = "the single-device baseline of model " + model + " failed";
+    return r;
+  }
+  const RunPaths p = paths_for(o.out_dir, v.name + "-x" + std::to_string(n));
+  auto argv = train_args(o, model, p, o.global_batch / ((v.data_parallel ? n : 1) * v.grad_accum), v.grad_accum);
+  argv.insert(argv.end(), v.flags.begin(), v.flags.end());
+  r.curve = execute(ddx, o, v.name, n, argv, p, r);
+  if (r.curve.empty()) {
+    r.verdict = "ERROR";
+  } else {
+    r.comparison = compare_runs(baseline.curve, r.curve, baseline.weights, p.weights, o.tolerance_rel, o.weight_tolerance);
+    r.verdict = r.comparison.passed ? "PASS" : "FAIL";
+  }
+  return r;
+}
+
 }  // namespace
 
 int run_parity(const ParityOptions& o) {
@@ -140,7 +179,7 @@ int run_parity(const ParityOptions& o) {
   }
   for (const Variant& v : variants) {
     for (int n : o.world_sizes) {
-      if (n < 1 || o.global_batch % (n * v.grad_accum) != 0) {
+      if (n < 1 || o.global_batch % ((v.data_parallel ? n : 1) * v.grad_accum) != 0) {
         throw UsageError("--global-batch " + std::to_string(o.global_batch) + " cannot be split over " +
                          std::to_string(n) + " ranks x " + std::to_string(v.grad_accum) + " micro-steps (variant " +
                          v.name + ")");
@@ -156,7 +195,7 @@ int run_parity(const ParityOptions& o) {
   // The baseline: one process holding everything.
   RunReport base_report;
   const RunPaths base_paths = paths_for(o.out_dir, "single");
-  const auto baseline = execute(ddx, o, "single", 1, train_args(o, base_paths, o.global_batch, 1), base_paths, base_report);
+  const auto baseline = execute(ddx, o, "single", 1, train_args(o, o.model, base_paths, o.global_batch, 1), base_paths, base_report);
   if (baseline.empty()) {
     std::fprintf(stderr, "ddx parity: the single-device baseline failed (%s); see %s\n",
                  base_report.comparison.note.c_str(), base_paths.log.c_str());
@@ -169,7 +208,7 @@ int run_parity(const ParityOptions& o) {
     r.name = "determinism";
     r.strategy = "single";
     const RunPaths p = paths_for(o.out_dir, "single-again");
-    r.curve = execute(ddx, o, "single (again)", 1, train_args(o, p, o.global_batch, 1), p, r);
+    r.curve = execute(ddx, o, "single (again)", 1, train_args(o, o.model, p, o.global_batch, 1), p, r);
     r.comparison = compare_runs(baseline, r.curve, base_paths.weights, p.weights, 0.0, 0.0);
     for (size_t i = 0; i < std::min(baseline.size(), r.curve.size()); ++i) {
       if (baseline[i].param_checksum != r.curve[i].param_checksum) {
@@ -194,22 +233,13 @@ int run_parity(const ParityOptions& o) {
     reports.push_back(r);
   }
 
+  // Each model's single-device run: the suite's, and one per other model a variant needs.
+  std::map<std::string, Baseline> baselines = {{o.model, {baseline, base_paths.weights}}};
   for (const Variant& v : variants) {
+    const std::string model = v.model.empty() ? o.model : v.model;
+    if (!baselines.count(model)) baselines[model] = run_baseline(ddx, o, model);
     for (int n : o.world_sizes) {
-      RunReport r;
-      r.name = v.name;
-      r.strategy = v.flags.size() >= 2 ? v.flags[1] : v.name;
-      r.world_size = n;
-      const RunPaths p = paths_for(o.out_dir, v.name + "-x" + std::to_string(n));
-      auto argv = train_args(o, p, o.global_batch / (n * v.grad_accum), v.grad_accum);
-      argv.insert(argv.end(), v.flags.begin(), v.flags.end());
-      r.curve = execute(ddx, o, v.name, n, argv, p, r);
-      if (r.curve.empty()) {
-        r.verdict = "ERROR";
-      } else {
-        r.comparison = compare_runs(baseline, r.curve, base_paths.weights, p.weights, o.tolerance_rel, o.weight_tolerance);
-        r.verdict = r.comparison.passed ? "PASS" : "FAIL";
-      }
+      RunReport r = run_variant(ddx, o, v, model, n, baselines[model]);
       reports.push_back(r);
     }
   }

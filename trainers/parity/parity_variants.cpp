@@ -22,6 +22,12 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "fsdp"}, 2},
       {"fsdp-recompute", "fully sharded with activation checkpointing, CPU offload, no prefetch",
        {"--strategy", "fsdp", "--checkpoint-activations", "--cpu-offload", "--prefetch", "0"}, 1},
+      {"tp", "tensor parallel: heads, MLP width and vocabulary split, vocab-parallel loss (debug-tp model)",
+       {"--strategy", "tp"}, 1, false, "debug-tp"},
+      {"tp-sp", "tensor parallel with sequence parallelism: all-gather / reduce-scatter on the sequence",
+       {"--strategy", "tp", "--sequence-parallel"}, 1, false, "debug-tp"},
+      {"tp-accum2", "tensor parallel with 2 accumulation micro-steps",
+       {"--strategy", "tp"}, 2, false, "debug-tp"},
   };
   return variants;
 }

@@ -9,10 +9,12 @@
 
 namespace ddx::train {
 
-void ReplicatedStrategy::setup(const StrategyContext& c) {
+void ReplicatedStrategy::setup(const StrategyContext& c) { build(c, {}); }
+
+void ReplicatedStrategy::build(const StrategyContext& c, const models::TensorParallel& tp) {
   world_ = &c.world;
   device_ = c.device;
-  model_ = models::build_model(c.model, c.options.seed, c.device, c.dtype);
+  model_ = models::build_model(c.model, c.options.seed, c.device, c.dtype, tp);
   if (!c.options.init_from.empty()) models::load_hf_weights(*model_, c.options.init_from);
   for (auto& item : model_->named_parameters()) parameters_.emplace_back(item.key(), item.value());
   AdamWConfig config;
@@ -26,7 +28,7 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
   {
     PhaseTimer t(times.forward, device_);
     torch::Tensor logits = model_->forward(batch.inputs);
-    loss = models::causal_lm_loss_sum(logits, batch.labels);
+    loss = model_->loss_sum(logits, batch.labels);
   }
   {
     PhaseTimer t(times.backward, device_);
@@ -35,7 +37,7 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
   return loss.sum.item<double>();
 }
 
-double ReplicatedStrategy::local_grad_norm_sq() const {
+double ReplicatedStrategy::grad_norm_sq() const {
   // One pass per tensor, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms);
   // computed in float32 even for bf16 gradients.
   double total = 0;
@@ -62,7 +64,7 @@ void ReplicatedStrategy::apply_updates(double lr) {
 }
 
 double ReplicatedStrategy::optimizer_step(double lr, double max_grad_norm) {
-  const double norm = std::sqrt(local_grad_norm_sq());
+  const double norm = std::sqrt(grad_norm_sq());
   if (max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_'s rule: scale by max/(norm + 1e-6) when that is < 1.
     const double coef = max_grad_norm / (norm + 1e-6);

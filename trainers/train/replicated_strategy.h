@@ -29,10 +29,12 @@ class ReplicatedStrategy : public Strategy {
   MemoryAccounting memory() const override;
 
  protected:
+  // setup() with the model split over a tensor-parallel group (or not: `tp` without a group).
+  void build(const StrategyContext& context, const models::TensorParallel& tp);
   // The update itself, after clipping; ZeRO-1 overrides it to update only its partition.
   virtual void apply_updates(double lr);
-  // Global squared gradient norm contribution of this rank (all parameters here).
-  double local_grad_norm_sq() const;
+  // Global squared gradient norm (all parameters here; TP sums its shards over the group).
+  virtual double grad_norm_sq() const;
   virtual void zero_gradients();
 
   // Checkpoint writer rank: 0 of the world (the dp group's rank 0 for DP strategies).

@@ -6,6 +6,7 @@
 #include "train/ddp_strategy.h"
 #include "train/fsdp_strategy.h"
 #include "train/replicated_strategy.h"
+#include "train/tp_strategy.h"
 
 namespace ddx::train {
 namespace {
@@ -23,6 +24,8 @@ const std::map<std::string, Entry>& registry() {
                [] { return std::make_unique<DdpStrategy>(); }}},
       {"fsdp", {"fully sharded data parallel: parameters, gradients and optimizer state sharded per parameter along dim 0",
                 [] { return std::make_unique<FsdpStrategy>(); }}},
+      {"tp", {"tensor parallel (Megatron layout): heads, MLP width and vocabulary split over --tp ranks (--sequence-parallel)",
+              [] { return std::make_unique<TpStrategy>(); }}},
   };
   return entries;
 }

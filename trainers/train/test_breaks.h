@@ -8,6 +8,8 @@
 //   scale-grad:R:F       multiply rank R's gradients by F before they are reduced (DDP, FSDP)
 //   skip-bucket:K        never all-reduce DDP bucket K (every rank keeps its local gradient)
 //   fsdp-double-divide   divide FSDP's reduce-scattered gradients by the world size twice
+//   tp-no-input-reduce   leave out TP's all-reduce of column-parallel input gradients (the f
+//                        operator's backward): each rank keeps only its heads' contribution
 #include <string>
 
 namespace ddx::train {
@@ -19,8 +21,9 @@ struct TestBreaks {
   double scale_grad_factor = 1.0;
   int skip_bucket = -1;
   bool fsdp_double_divide = false;
+  bool tp_no_input_reduce = false;
   bool any_bug() const {
-    return local_mean || scale_grad_rank >= 0 || skip_bucket >= 0 || fsdp_double_divide;
+    return local_mean || scale_grad_rank >= 0 || skip_bucket >= 0 || fsdp_double_divide || tp_no_input_reduce;
   }
 };
 

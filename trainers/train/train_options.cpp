@@ -17,7 +17,7 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
       ->capture_default_str();
   cmd.add_option("--tokenizer", o.tokenizer, "byte, or a Hugging Face tokenizer.json")->capture_default_str();
   cmd.add_option("-m,--model", o.model,
-                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama), "
+                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama, debug-tp, debug-tp-llama), "
                  "a config.json or a folder holding one")
       ->capture_default_str();
   cmd.add_option("--init-from", o.init_from, "Start from pretrained safetensors weights (file, index or folder)");
@@ -87,6 +87,12 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--cpu-offload", o.cpu_offload, "Keep shards, their gradients and the optimizer step on the CPU")->group(fsdp);
   cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
+  auto* tp = "Tensor parallel (tp)";
+  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (default: the world size)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
+  cmd.add_flag("--sequence-parallel", o.sequence_parallel,
+               "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
+               "each tensor-parallel region instead of all-reduces")->group(tp);
 }
 
 namespace {
@@ -111,6 +117,8 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--mp-reduce-dtype", {"fsdp"}},
       {"--cpu-offload", {"fsdp"}},
       {"--checkpoint-activations", {"fsdp"}},
+      {"--tp", {"tp"}},
+      {"--sequence-parallel", {"tp"}},
   };
   return table;
 }

@@ -55,6 +55,8 @@ struct TrainOptions {
   std::string mp_reduce_dtype;         // FSDP: fp32 | bf16 for the reduce-scatter ("" = param dtype)
   bool cpu_offload = false;            // FSDP: shards, gradients and the update on the CPU
   bool checkpoint_activations = false; // FSDP: recompute each block in backward
+  int64_t tp = 0;                      // TP: tensor-parallel ranks (0: the world size)
+  bool sequence_parallel = false;      // TP: norms and residuals on sequence slices
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }

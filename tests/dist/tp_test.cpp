@@ -1,0 +1,139 @@
+// Tensor parallelism with real processes (Gloo over loopback): the parallel layers against the
+// unsharded ones in fp64 at TP 2, 3 and 4 (tp_worker), and `ddx train --strategy tp` end to end:
+// the single-device loss curve and final weights at 2 and 4 ranks, with sequence parallelism,
+// gradient accumulation and clipping, on GPT-2 (tied head) and Llama (GQA, untied); sharded
+// parameter memory; checkpoints that resume and load under another strategy; bad input.
+// The debug-tp models have a vocabulary of 1001 and an MLP of 137, which no TP size divides.
+#include <string>
+#include <vector>
+
+#include "ddx/checksum.h"
+#include "models/model_config.h"
+#include "train_fixture.h"
+
+namespace ddx::testing {
+namespace {
+
+TEST(TpLayers, MatchUnshardedFp64WithCollectiveCountsAtTwoThreeAndFourRanks) {
+  for (int ranks : {2, 3, 4}) {
+    const std::string dir = scratch_dir("tp", "layers" + std::to_string(ranks));
+    RunResult r = run_in(dir, {DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--", DDX_TP_WORKER}, {},
+                         240);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("PASS tp-layers rank " + std::to_string(ranks - 1)), std::string::npos) << r.output;
+  }
+}
+
+// Global batch of 8 sequences in every run (-b 8, or -b 4 with 2 micro-steps); TP ranks all
+// read the same batch.
+class TpTest : public TrainTest {
+ protected:
+  RunResult single(const std::string& name, const std::string& model, std::vector<std::string> extra = {"-b", "8"}) {
+    std::vector<std::string> flags = {"-m", model, "--max-steps", "12", "--final-weights", weights(name)};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return train(0, name, flags);
+  }
+  RunResult tp(int ranks, const std::string& name, const std::string& model, std::vector<std::string> extra = {"-b", "8"}) {
+    std::vector<std::string> flags = {"--strategy", "tp", "--tp", std::to_string(ranks), "-m", model,
+                                      "--max-steps", "12", "--final-weights", weights(name)};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return train(ranks, name, flags);
+  }
+};
+
+TEST_F(TpTest, MatchesSingleDeviceAtTwoAndFourRanks) {
+  ASSERT_EQ(single("single", "debug-tp").exit_code, 0);
+  for (int ranks : {2, 4}) {
+    for (bool sp : {false, true}) {
+      const std::string name = std::string(sp ? "tp_sp_x" : "tp_x") + std::to_string(ranks);
+      auto r = tp(ranks, name, "debug-tp", sp ? std::vector<std::string>{"-b", "8", "--sequence-parallel"}
+                                              : std::vector<std::string>{"-b", "8"});
+      ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+      expect_same_run("single", name, 1e-5);
+    }
+  }
+  // Sharded parameters hold 1/N of their bytes; the replicated ones (norms, biases, wpe) are
+  // a few percent of this model.
+  const double full = records("single").back().at("param_bytes").get<double>();
+  const double two = records("tp_x2").back().at("param_bytes").get<double>();
+  const double four = records("tp_x4").back().at("param_bytes").get<double>();
+  EXPECT_LT(two, full / 2 * 1.15);
+  EXPECT_GT(two, full / 2);
+  EXPECT_LT(four, full / 4 * 1.35);
+  EXPECT_GT(four, full / 4);
+}
+
+TEST_F(TpTest, LlamaGqaWithAccumulationAndClippingMatchesSingleDevice) {
+  const std::vector<std::string> accum = {"-b", "4", "--grad-accum", "2", "--max-grad-norm", "0.5"};
+  ASSERT_EQ(single("llama", "debug-tp-llama", accum).exit_code, 0);
+  auto r = tp(4, "llama_x4", "debug-tp-llama", accum);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_same_run("llama", "llama_x4", 1e-5);
+  auto sp = tp(2, "llama_sp_x2", "debug-tp-llama", {"-b", "4", "--grad-accum", "2", "--max-grad-norm", "0.5",
+                                                    "--sequence-parallel"});
+  ASSERT_EQ(sp.exit_code, 0) << sp.output;
+  expect_same_run("llama", "llama_sp_x2", 1e-5);
+  // The clipped norm is the single-device norm: each shard and each replicated parameter once.
+  auto a = records("llama"), b = records("llama_x4");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double na = a[i].at("grad_norm").get<double>(), nb = b[i].at("grad_norm").get<double>();
+    EXPECT_LE(std::fabs(na - nb) / na, 1e-5) << "step " << i + 1;
+  }
+}
+
+TEST_F(TpTest, CheckpointsResumeAndLoadUnderOtherStrategies) {
+  const std::vector<std::string> common = {"--strategy", "tp", "-m", "debug-tp", "-b", "4", "--ckpt-freq", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> flags = common;
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return flags;
+  };
+  // Straight through, and stopped at step 3 then resumed: identical losses and weights.
+  ASSERT_EQ(train(2, "straight", with({"--max-steps", "6", "--final-weights", weights("straight")})).exit_code, 0);
+  ASSERT_EQ(train(2, "first", with({"-e", "ck", "--max-steps", "3"})).exit_code, 0);
+  auto resumed = train(2, "resumed", with({"-e", "ck", "--max-steps", "6", "--final-weights", weights("resumed")}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resuming from"), std::string::npos) << resumed.output;
+  auto s = losses("straight"), r = losses("resumed");
+  ASSERT_EQ(r.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(s[3 + i], r[i]) << "step " << 4 + i;
+  EXPECT_EQ(file_checksum(weights("straight")), file_checksum(weights("resumed")));
+
+  // The TP checkpoint resumes on one device, and that one resumes under TP at 4 ranks.
+  auto on_single = train(0, "on_single", {"-m", "debug-tp", "-b", "4", "-e", "ck", "--max-steps", "9", "--ckpt-freq", "3"});
+  ASSERT_EQ(on_single.exit_code, 0) << on_single.output;
+  EXPECT_NE(on_single.output.find("resuming from"), std::string::npos) << on_single.output;
+  auto on_tp4 = train(4, "on_tp4", with({"-e", "ck", "--max-steps", "12"}));
+  ASSERT_EQ(on_tp4.exit_code, 0) << on_tp4.output;
+  EXPECT_NE(on_tp4.output.find("resuming from"), std::string::npos) << on_tp4.output;
+}
+
+TEST_F(TpTest, BadLayoutsFailWithOneLine) {
+  // Under ddx launch each worker exits 2 (usage) and the launcher reports the failure.
+  auto usage_failure = [](const RunResult& r) { return r.exit_code != 0 && r.output.find("exit 2") != std::string::npos; };
+  auto heads = train(2, "heads", {"--strategy", "tp", "-m", "debug", "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(heads)) << heads.output;
+  EXPECT_NE(heads.output.find("--tp 2 does not divide the 5 query heads of model debug"), std::string::npos)
+      << heads.output;
+  models::ModelConfig two_kv = models::model_config_from_preset("debug-tp-llama");
+  two_kv.num_kv_heads = 2;
+  const std::string config = (dir_ / "two_kv.json").string();
+  std::ofstream(config) << models::to_hf_config_json(two_kv);
+  auto kv = train(4, "kv", {"--strategy", "tp", "-m", config, "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(kv)) << kv.output;
+  EXPECT_NE(kv.output.find("--tp 4 does not divide the 2 KV heads of model " + config), std::string::npos) << kv.output;
+  auto world = train(2, "world", {"--strategy", "tp", "--tp", "4", "-m", "debug-tp", "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(world)) << world.output;
+  EXPECT_NE(world.output.find("--tp 4 does not match the world size 2"), std::string::npos) << world.output;
+  auto seq = train(2, "seq", {"--strategy", "tp", "-m", "debug-tp", "-s", "33", "--sequence-parallel", "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(seq)) << seq.output;
+  EXPECT_NE(seq.output.find("--sequence-parallel: -s 33 does not split over --tp 2"), std::string::npos) << seq.output;
+  auto no_tp = train(0, "no_tp", {"--sequence-parallel", "--max-steps", "1"});
+  EXPECT_EQ(no_tp.exit_code, 2) << no_tp.output;
+  EXPECT_NE(no_tp.output.find("--sequence-parallel applies to --strategy tp, not single"), std::string::npos)
+      << no_tp.output;
+}
+
+}  // namespace
+}  // namespace ddx::testing

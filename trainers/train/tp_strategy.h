@@ -1,0 +1,46 @@
+#pragma once
+// Tensor parallelism (Megatron layout, parallelism.md §4): the ranks form one TP group and each
+// holds its slices of the block matrices and of the vocabulary; the model's parallel layers
+// (models/parallel_layers.h) communicate inside forward and backward. Every rank reads the same
+// batch. What is left for the strategy:
+//  - gradients: a sharded parameter's gradient is complete on its rank. A replicated one (norms,
+//    the biases after row-parallel layers, GPT-2's wpe) is the same on every rank, except under
+//    --sequence-parallel, where each rank saw only its sequence slice: those are summed over
+//    the group in finish_gradients();
+//  - clipping: the global norm counts each shard once and each replicated parameter once;
+//  - AdamW updates each rank's slices (element-wise: bit-identical to the same slices of the
+//    single-device update);
+//  - checkpoints: full tensors, assembled over the group and written by rank 0 in the
+//    single-device format, so they resume here and load under any other strategy (and any
+//    checkpoint loads here: each rank reads its slices).
+#include <string>
+
+#include "models/tensor_parallel.h"
+#include "train/replicated_strategy.h"
+
+namespace ddx::train {
+
+class TpStrategy : public ReplicatedStrategy {
+ public:
+  void setup(const StrategyContext& context) override;
+  double finish_gradients() override;
+  NamedTensors full_parameters() override;
+  void save_state(const std::string& dir) override;
+  void load_state(const std::string& dir) override;
+
+ protected:
+  double grad_norm_sq() const override;
+  bool writes_checkpoint() const override { return group_->rank() == 0; }
+  void checkpoint_barrier() override;
+
+ private:
+  // The full tensor of `local` (a parameter, or optimizer state shaped like it); collective
+  // over the group for sharded parameters.
+  torch::Tensor full_tensor(const std::string& name, const torch::Tensor& local);
+
+  Group* group_ = nullptr;
+  bool sequence_parallel_ = false;
+  models::ParameterShards shards_;
+};
+
+}  // namespace ddx::train
