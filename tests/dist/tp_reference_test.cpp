@@ -1,8 +1,8 @@
 // PyTorch's own tensor parallelism (tests/python/tp_reference.py: parallelize_module with
 // ColwiseParallel / RowwiseParallel, SequenceParallel for the norms with --sequence-parallel,
 // loss_parallel for the cross-entropy; Gloo, CPU, 2 ranks, run with the Python of the same torch
-// wheel, DDX_PYTHON) as the reference for `ddx train --strategy tp`, proven against ddx's
-// single-device run.
+// wheel, DDX_PYTHON) against `ddx train --strategy tp --tp 2` (and `--sequence-parallel`),
+// after the reference itself is proven against ddx's single-device run.
 //
 // Both sides train a small GPT-2 whose 4 heads split over 2 ranks and whose vocab (1001) and MLP
 // width (137) no TP size divides, for 20 steps from the same weights, on the same tokens (every rank the whole
@@ -71,6 +71,16 @@ TEST_F(TpReferenceTest, PyTorchTpMatchesDdxSingleDevice) { expect_ddx_matches(fa
 
 TEST_F(TpReferenceTest, PyTorchTpSequenceParallelClippedMatchesDdxSingleDevice) {
   expect_ddx_matches(true, 1, {"--strategy", "single"});
+}
+
+// ddx's tensor parallelism against PyTorch's, with the same plan at 2 ranks: `--strategy tp
+// --tp 2` (every rank reads the whole -b 8 batch), and with `--sequence-parallel`.
+TEST_F(TpReferenceTest, MatchesPyTorchTpAtTwoRanks) {
+  expect_ddx_matches(false, kRanks, {"--strategy", "tp", "--tp", std::to_string(kRanks)});
+}
+
+TEST_F(TpReferenceTest, SequenceParallelClippedMatchesPyTorchTpAtTwoRanks) {
+  expect_ddx_matches(true, kRanks, {"--strategy", "tp", "--tp", std::to_string(kRanks), "--sequence-parallel"});
 }
 
 }  // namespace
