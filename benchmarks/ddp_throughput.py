@@ -7,58 +7,21 @@ step on the same per-rank batch (the scaling overhead). Prints both ratios.
 """
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from gpt2_module import GPT2, median_step_seconds  # noqa: E402
-from ddx_metrics import median_step_metrics  # noqa: E402
+from gpt2_module import GPT2  # noqa: E402
+from race import ddx_medians, pytorch_step_ms  # noqa: E402
 from train_throughput import PRESETS  # noqa: E402
 
 
-def ddx_run(args, workdir, ranks, name):
-    metrics = os.path.join(workdir, name + ".jsonl")
-    train = [args.ddx, "train", "-m", args.model, "-b", str(args.batch), "-s", str(args.seq),
-             "--max-steps", str(args.steps), "--log-freq", "1", "--no-progress", "--lr", "1e-4",
-             "--metrics-file", metrics, "--save-dir", workdir]
-    if ranks > 1:
-        cmd = [args.ddx, "launch", "--nproc-per-node", str(ranks), "--"] + train + ["--strategy", "ddp"]
-    else:
-        cmd = train
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return median_step_metrics(metrics, args.warmup)
-
-
-def pytorch_worker(rank, world, port, args, out):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
+def pytorch_ddp(rank, world, args):
     model = torch.nn.parallel.DistributedDataParallel(GPT2(PRESETS[args.model]))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    seconds = median_step_seconds(model, optimizer, PRESETS[args.model]["vocab_size"], args, dist.barrier)
-    if rank == 0:
-        out.put(seconds)
-    dist.destroy_process_group()
-
-
-def pytorch_ddp(args, ranks):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    out = ctx.SimpleQueue()
-    mp.start_processes(pytorch_worker, args=(ranks, port, args, out), nprocs=ranks, join=True, start_method="spawn")
-    step_s = out.get()
-    return ranks * args.batch * args.seq / step_s, step_s * 1e3
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
 
 
 def main():
@@ -72,9 +35,10 @@ def main():
     p.add_argument("--ranks", type=int, default=2)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        ddx_tps, ddx_ms, ddx_wait = ddx_run(args, workdir, args.ranks, "ddp")
-        single_tps, single_ms, _ = ddx_run(args, workdir, 1, "single")
-    torch_tps, torch_ms = pytorch_ddp(args, args.ranks)
+        ddx_tps, ddx_ms, ddx_wait = ddx_medians(args, workdir, args.ranks, ["--strategy", "ddp"], "ddp")
+        single_tps, single_ms, _ = ddx_medians(args, workdir, 1, [], "single")
+    torch_ms = pytorch_step_ms(pytorch_ddp, args, args.ranks, PRESETS[args.model]["vocab_size"])
+    torch_tps = args.ranks * args.batch * args.seq / torch_ms * 1e3
     print(f"model {args.model}, {args.ranks} ranks x {args.batch} x {args.seq} tokens, Gloo, OMP_NUM_THREADS=1, "
           f"{args.steps - args.warmup} timed steps (medians)")
     print(f"{'':28s} {'tokens/s':>10s} {'step ms':>10s}")

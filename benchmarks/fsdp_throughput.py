@@ -13,45 +13,21 @@ PREMUL_SUM), as ddx's are. --ddx-strategy ddp runs the ddx side with DDP instead
 """
 import argparse
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
-from gpt2_module import GPT2, median_step_seconds  # noqa: E402
-from ddx_metrics import median_step_metrics  # noqa: E402
+from gpt2_module import GPT2  # noqa: E402
+from race import ddx_medians, pytorch_step_ms  # noqa: E402
 from train_throughput import PRESETS  # noqa: E402
 
 
-def ddx_run(args, workdir):
-    metrics = os.path.join(workdir, "ddx.jsonl")
-    train = [args.ddx, "train", "-m", args.model, "-b", str(args.batch), "-s", str(args.seq),
-             "--max-steps", str(args.steps), "--log-freq", "1", "--no-progress", "--lr", "1e-4",
-             "--metrics-file", metrics, "--save-dir", workdir, "--strategy", args.ddx_strategy]
-    if args.no_reshard_after_forward and args.ddx_strategy == "fsdp":
-        train.append("--no-reshard-after-forward")
-    train += args.ddx_flags.split()
-    cmd = [args.ddx, "launch", "--nproc-per-node", str(args.ranks), "--"] + train
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-    if done.returncode != 0:
-        sys.exit(f"ddx failed (exit {done.returncode}):\n{done.stdout[-4000:]}")
-    return median_step_metrics(metrics, args.warmup)
-
-
-def pytorch_worker(rank, world, port, args, out):
+def pytorch_fsdp2(rank, world, args):
     from torch.distributed.fsdp import fully_shard
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(0)
     model = GPT2(PRESETS[args.model])
     reshard = not args.no_reshard_after_forward
     for block in model.blocks:
@@ -61,23 +37,7 @@ def pytorch_worker(rank, world, port, args, out):
         if hasattr(m, "set_force_sum_reduction_for_comms"):
             m.set_gradient_divide_factor(1.0)  # ddx sums gradients (the loss holds the 1/tokens)
             m.set_force_sum_reduction_for_comms(True)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    seconds = median_step_seconds(model, optimizer, PRESETS[args.model]["vocab_size"], args, dist.barrier)
-    if rank == 0:
-        out.put(seconds)
-    dist.destroy_process_group()
-
-
-def pytorch_fsdp2(args):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    out = ctx.SimpleQueue()
-    mp.start_processes(pytorch_worker, args=(args.ranks, port, args, out), nprocs=args.ranks, join=True,
-                       start_method="spawn")
-    step_s = out.get()
-    return args.ranks * args.batch * args.seq / step_s, step_s * 1e3
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
 
 
 def main():
@@ -95,9 +55,13 @@ def main():
     args = p.parse_args()
     if args.steps <= args.warmup:
         p.error("--steps must exceed --warmup")
+    extra = ["--strategy", args.ddx_strategy] + args.ddx_flags.split()
+    if args.no_reshard_after_forward and args.ddx_strategy == "fsdp":
+        extra.append("--no-reshard-after-forward")
     with tempfile.TemporaryDirectory() as workdir:
-        ddx_tps, ddx_ms, ddx_wait = ddx_run(args, workdir)
-    torch_tps, torch_ms = pytorch_fsdp2(args)
+        ddx_tps, ddx_ms, ddx_wait = ddx_medians(args, workdir, args.ranks, extra)
+    torch_ms = pytorch_step_ms(pytorch_fsdp2, args, args.ranks, PRESETS[args.model]["vocab_size"])
+    torch_tps = args.ranks * args.batch * args.seq / torch_ms * 1e3
     label = f"ddx {args.ddx_strategy}" + (f" {args.ddx_flags}" if args.ddx_flags else "")
     print(f"model {args.model}, {args.ranks} ranks x {args.batch} x {args.seq} tokens, Gloo, OMP_NUM_THREADS=1, "
           f"reshard after forward: {'no' if args.no_reshard_after_forward else 'yes'}, "
