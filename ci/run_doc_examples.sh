@@ -58,6 +58,24 @@ skip reads a cluster's trace folder	ddx analyze /shared/traces/12345
 skip reads a cluster's trace folder	ddx analyze /shared/traces/12345 --json
 full	ddx launch -np 4 -- ddx train --strategy ddp --max-steps 100 -e launch-demo
 full	ddx launch --nproc-per-node 4 --log-dir logs --tee --max-restarts 2 -- ddx probe selfcheck
+skip needs root for a private mount namespace, and ends in SIGBUS by design (exit 1 expected, not yet classified by exit code)	ddx probe buserror --local-ranks 4 --shm-size 64M
+full	ddx probe buserror --check --local-ranks 8
+skip a tmpfs you mounted at /mnt/shm	ddx probe buserror --local-ranks 2 --shm-dir /mnt/shm
+skip needs root for a private mount namespace; expects a shortfall (non-zero exit)	ddx probe buserror --check --local-ranks 4 --shm-size 64M
+skip a multi-line shell example that mounts a 1 MiB /dev/shm (needs root)	unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm &&
+full	ddx launch -np 4 -- ddx doctor
+skip a SLURM cluster	srun --ntasks-per-node 8 ddx doctor --json doctor.json
+skip 16 MPI ranks on a cluster and a /checkpoints folder	mpiexec -n 16 ddx doctor --save-dir /checkpoints
+skip shows FAILs for interfaces this machine lacks (non-zero exit by design)	NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=eth1 mpiexec -n 2 ddx doctor
+skip needs root; shows a FAIL of a 64 MiB /dev/shm by design	unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && ddx launch -np 4 -- ddx doctor'
+full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp --max-steps 20
+skip Llama 3.2 1B at TP 4: hours on a CPU	ddx launch -np 4 -- ddx train --strategy tp --tp 4 --sequence-parallel -m llama-3.2-1b -e run1
+full	ddx parity --strategies tp,tp-sp,tp-accum2,fsdp --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
+skip 16 MPI ranks on a cluster	ddx validate --launcher "mpiexec -n 16" --min-busbw 20 --out acceptance/
+skip 8 ranks with --keep-going: minutes on a CPU	ddx validate --np 8 --keep-going
+full	ddx validate --np 2 --max-bytes 64K --parity-steps 2
 skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
 cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
 cheap	echo $?

@@ -29,7 +29,7 @@ Outcome run_parity(const std::string& tag, std::vector<std::string> flags, std::
   std::vector<std::string> argv{DDX_BIN, "parity", "--out", (dir / "out").string()};
   argv.insert(argv.end(), flags.begin(), flags.end());
   ChildProcess child(argv, env, (dir / "output.txt").string());
-  auto status = child.wait(std::chrono::seconds(540));
+  auto status = child.wait(std::chrono::seconds(840));
   Outcome o;
   o.output = child.output();
   if (status && WIFEXITED(*status)) o.exit_code = WEXITSTATUS(*status);
