@@ -49,11 +49,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown subcommands (item 4).
         Case{{"trian"},
              "ddx: error: unknown subcommand 'trian'; did you mean 'train'? Subcommands: launch, version, analyze, "
-             "train, parity, checkpoint, probe (see ddx --help)"},
+             "train, parity, checkpoint, doctor, validate, probe (see ddx --help)"},
         Case{{"probe", "bandwith"},
              "ddx: error: unknown subcommand 'bandwith'; did you mean 'bandwidth'? Subcommands: selfcheck, hang, "
-             "bandwidth (see ddx probe --help)"},
-        Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth (see ddx probe --help)"},
+             "bandwidth, buserror (see ddx probe --help)"},
+        Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth, buserror (see ddx probe --help)"},
         // Other parse errors point to the subcommand's help too.
         Case{{"launch", "--nproc-per-node", "two", "--", "true"},
              "ddx: error: Could not convert: --nproc-per-node = two (see ddx launch --help)"},
@@ -77,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"train", "--prefetch", "1", "--strategy", "ddp"},
              "ddx: error: --prefetch applies to --strategy fsdp, not ddp"},
         Case{{"train", "--zero1", "--strategy", "bogus"},
-             "ddx: error: --strategy bogus is not one of: ddp, fsdp, single"},
+             "ddx: error: --strategy bogus is not one of: ddp, fsdp, single, tp"},
         // A missing checkpoint folder (item 10).
         Case{{"checkpoint", "consolidate", "/no/such/step_000000500", "-o", "x"},
              "ddx: error: checkpoint /no/such/step_000000500 does not exist"}));
