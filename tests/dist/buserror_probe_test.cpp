@@ -20,6 +20,9 @@ namespace {
 constexpr unsigned long long kSegment = 9637888;  // NCCL's SHM segment (hangs-and-bus-errors.md §9.2)
 
 // Empty when this process may create a mount namespace, else why not.
+// Why skip: the reproduction needs a private mount namespace (root, or a sandbox that allows
+// unshare(CLONE_NEWNS)), which an unprivileged machine cannot give.
+// CI and the dev machines are root and allow it, so these tests run there.
 std::string mount_namespace_refused() {
   const pid_t pid = ::fork();
   if (pid == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
