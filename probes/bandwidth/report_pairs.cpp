@@ -1,6 +1,8 @@
 // The pairwise report: the matrix (GB/s per link, each way), the median link, and the links and
 // ranks far below it, named by host and local rank so the bad NIC, cable or GPU can be found.
+#include <algorithm>
 #include <cstdarg>
+#include <set>
 #include <sstream>
 
 #include "bandwidth/report.h"
@@ -38,11 +40,20 @@ std::string pairs_text(const PairReport& r, const BandwidthOptions& o) {
                k.device, k.bus_id.c_str(), k.device_name.c_str());
   }
   out << "#\n# sendrecv bandwidth per link (GB/s): bytes each way / time of the slower side\n";
-  out << "#  rank";
+  // Over several hosts each row also names its host and local rank (a row of low numbers is
+  // then a host's NIC at a glance).
+  std::set<std::string> hosts;
+  for (const RankInfo& k : r.ranks) hosts.insert(k.host);
+  size_t label = 0;
+  if (hosts.size() > 1) {
+    for (int a = 0; a < r.nranks; ++a) label = std::max(label, where(r, a).size());
+  }
+  out << "#  rank" << std::string(label ? label + 1 : 0, ' ');
   for (int b = 0; b < r.nranks; ++b) out << fmt("  %6d", b);
   out << "\n";
   for (int a = 0; a < r.nranks; ++a) {
     out << fmt("%7d", a);
+    if (label) out << " " << fmt("%-*s", static_cast<int>(label), where(r, a).c_str());
     for (int b = 0; b < r.nranks; ++b) {
       out << (a == b ? fmt("  %6s", "-") : "  " + fit_number(r.matrix[a][b], 6));
     }

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -58,6 +59,35 @@ double clock_offset_ms(World& world) {
   store.wait({"ddx/doctor/clock"});
   const int64_t mine = unix_ms();
   return static_cast<double>(mine - std::stoll(text(store.get("ddx/doctor/clock"))));
+}
+
+// Each host's local rank 0 listens on its Gloo address and connects to every other host's;
+// the results go into its facts as "reach". The returned listener must stay open until every
+// rank has published its facts (report() returns), since peers connect before publishing.
+std::unique_ptr<doctor::ReachListener> reach_other_hosts(World& world, json& facts) {
+  c10d::Store& store = world.store();
+  const bool leader = facts["local_rank"].get<int>() == 0;
+  const std::string host = facts["host"].get<std::string>(), address = facts["gloo_interface"]["address"].get<std::string>();
+  std::unique_ptr<doctor::ReachListener> listener;
+  std::string endpoint = host + "\n-";
+  if (leader && !address.empty()) {
+    listener = std::make_unique<doctor::ReachListener>(address);
+    if (listener->port() > 0) endpoint = host + "\n" + address + "\n" + std::to_string(listener->port());
+  }
+  store.set("ddx/doctor/endpoint" + std::to_string(world.rank()), bytes(endpoint));
+  if (!leader) return listener;
+  facts["reach"] = json::array();
+  for (int r = 0; r < world.size(); ++r) {
+    std::istringstream in(text(store.get("ddx/doctor/endpoint" + std::to_string(r))));
+    std::string peer, peer_address;
+    int port = 0;
+    std::getline(in, peer);
+    std::getline(in, peer_address);
+    in >> port;
+    if (peer == host || port <= 0) continue;  // this host, or a rank that does not listen
+    facts["reach"].push_back(doctor::connect_to(peer, peer_address, port, 3000));
+  }
+  return listener;
 }
 
 int report(World& world, const json& mine, const DoctorFlags& flags) {
@@ -132,6 +162,7 @@ Subcommand add_doctor_command(CLI::App& app) {
             input.gpus = static_cast<int>(torch::cuda::device_count());
             json facts = doctor::collect_facts(env, input);
             facts["clock_offset_ms"] = clock_offset_ms(*world);
+            const auto listener = reach_other_hosts(*world, facts);
             const int rc = report(*world, facts, *flags);
             world->shutdown();
             return rc;

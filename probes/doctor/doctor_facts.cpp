@@ -1,9 +1,9 @@
 #include "doctor/doctor_facts.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -12,9 +12,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "buserror/shm_model.h"
+#include "ddx/net_interface.h"
 
 namespace ddx::doctor {
 namespace {
@@ -25,58 +28,6 @@ json limit(int resource) {
   struct rlimit l {};
   if (::getrlimit(resource, &l) != 0) return nullptr;
   return l.rlim_cur == RLIM_INFINITY ? json(-1) : json(static_cast<int64_t>(l.rlim_cur));
-}
-
-std::string address_text(const sockaddr* addr) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (addr->sa_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof text);
-  } else if (addr->sa_family == AF_INET6) {
-    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, text, sizeof text);
-  }
-  return text;
-}
-
-// Addresses `host` resolves to, or the resolver's error as a string.
-json resolve(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) return ::gai_strerror(rc);
-  std::set<std::string> addresses;
-  for (addrinfo* a = found; a; a = a->ai_next) addresses.insert(address_text(a->ai_addr));
-  ::freeaddrinfo(found);
-  return json(addresses);
-}
-
-// The interface the kernel would use to reach `address`: connect a UDP socket (sends nothing)
-// and look up which interface owns the local address it was given.
-std::string route_interface(const std::string& address) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(address.c_str(), "9", &hints, &found) != 0) return "";
-  std::string local;
-  int fd = ::socket(found->ai_family, SOCK_DGRAM, 0);
-  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-    sockaddr_storage self{};
-    socklen_t len = sizeof self;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0) {
-      local = address_text(reinterpret_cast<sockaddr*>(&self));
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(found);
-  ifaddrs* ifs = nullptr;
-  if (local.empty() || ::getifaddrs(&ifs) != 0) return "";
-  std::string name;
-  for (ifaddrs* i = ifs; i; i = i->ifa_next) {
-    if (i->ifa_addr && address_text(i->ifa_addr) == local) name = i->ifa_name;
-  }
-  ::freeifaddrs(ifs);
-  return name;
 }
 
 json interfaces() {
@@ -141,15 +92,22 @@ json collect_facts(const EnvMap& env, const FactsInput& in) {
   }
 
   f["master_addr"] = in.info.master_addr;
-  const json master = resolve(in.info.master_addr);
-  if (master.is_array()) {
+  std::string resolve_error;
+  const auto master = resolve_host(in.info.master_addr, &resolve_error);
+  if (!master.empty()) {
     f["master_resolved"] = master;
   } else {
-    f["master_error"] = master;
+    f["master_error"] = resolve_error;
   }
-  f["route_interface"] = route_interface(in.info.master_addr);
-  const json self = resolve(in.info.hostname);
-  f["hostname_resolved"] = self.is_array() ? self : json::array();
+  // The interface this rank's Gloo will use, decided as World::init decides it.
+  const auto gloo = env_get(env, "GLOO_SOCKET_IFNAME");
+  InterfaceFacts net = probe_interface_facts(gloo ? *gloo : "", in.info.master_addr, in.info.hostname);
+  if (net.hostname_addresses.empty()) net.hostname_addresses = resolve_host(in.info.hostname);
+  const InterfaceChoice choice = choose_interface(net);
+  f["route_interface"] = net.route_interface;
+  f["hostname_resolved"] = net.hostname_addresses;
+  f["gloo_interface"] = {{"interface", choice.interface}, {"address", choice.address}, {"reason", choice.reason},
+                         {"error", choice.error}};
 
   struct statvfs disk {};
   std::string save = std::filesystem::absolute(in.save_dir).lexically_normal().string();
@@ -161,6 +119,64 @@ json collect_facts(const EnvMap& env, const FactsInput& in) {
   f["gpus"] = in.gpus;
   f["clock_offset_ms"] = 0.0;
   return f;
+}
+
+namespace {
+
+addrinfo* numeric(const std::string& address, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  return ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &found) == 0 ? found : nullptr;
+}
+
+}  // namespace
+
+ReachListener::ReachListener(const std::string& address) {
+  addrinfo* a = numeric(address, 0);
+  if (!a) return;
+  fd_ = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (fd_ >= 0 && ::bind(fd_, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd_, 64) == 0 &&
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&bound), &len) == 0) {
+    port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                              : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  ::freeaddrinfo(a);
+}
+
+ReachListener::~ReachListener() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+json connect_to(const std::string& host, const std::string& address, int port, int timeout_ms) {
+  json link = {{"host", host}, {"address", address + ":" + std::to_string(port)}, {"ok", false}, {"error", ""}};
+  addrinfo* a = numeric(address, port);
+  if (!a) {
+    link["error"] = "not a numeric address";
+    return link;
+  }
+  const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int error = fd < 0 ? errno : 0;
+  if (fd >= 0 && ::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+    error = errno;
+    if (error == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      error = ETIMEDOUT;
+      if (::poll(&p, 1, timeout_ms) == 1) {
+        socklen_t len = sizeof error;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+      }
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(a);
+  link["ok"] = error == 0;
+  if (error != 0) link["error"] = std::strerror(error);
+  return link;
 }
 
 }  // namespace ddx::doctor

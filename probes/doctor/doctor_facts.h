@@ -31,4 +31,23 @@ struct FactsInput {
 
 nlohmann::json collect_facts(const EnvMap& env, const FactsInput& input);
 
+// Whether hosts reach each other on their Gloo addresses: each host's local rank 0 listens on
+// its address (connections complete in the kernel's backlog, so nobody needs to accept) and
+// connects to every other host's listener. The listener lives as long as this object.
+class ReachListener {
+ public:
+  explicit ReachListener(const std::string& address);  // port 0: the kernel picks one
+  ~ReachListener();
+  ReachListener(const ReachListener&) = delete;
+  ReachListener& operator=(const ReachListener&) = delete;
+  int port() const { return port_; }  // 0 when it could not listen
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// {host, address, ok, error}: a TCP connection to address:port within timeout_ms.
+nlohmann::json connect_to(const std::string& host, const std::string& address, int port, int timeout_ms);
+
 }  // namespace ddx::doctor

@@ -34,7 +34,7 @@ TEST(Doctor, UnderDdxLaunchEveryRankReportsAndTheJsonHasEveryCheck) {
   EXPECT_TRUE(has(r.output, "OMP_NUM_THREADS=1")) << r.output;  // ddx launch sets it
   const auto report = nlohmann::json::parse(read_file(dir + "/doctor.json"));
   EXPECT_EQ(report["ranks"].size(), 2u);
-  EXPECT_EQ(report["checks"].size(), 13u);
+  EXPECT_EQ(report["checks"].size(), 14u);
   EXPECT_TRUE(report["passed"].get<bool>());
   for (const auto& rank : report["ranks"]) EXPECT_LT(std::abs(rank["clock_offset_ms"].get<double>()), 1000.0);
 }

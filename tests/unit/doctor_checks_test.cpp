@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "doctor/doctor_checks.h"
+#include "ddx/net_interface.h"
 #include "doctor/doctor_facts.h"
 
 namespace ddx::doctor {
@@ -26,6 +27,8 @@ json healthy(int rank, const std::string& host = "a", int local_world = 2) {
           {"omp_num_threads", "4"}, {"env", json::object()}, {"interfaces", {"eth0", "lo"}},
           {"infiniband", json::array()}, {"master_addr", "10.0.0.1"}, {"master_resolved", {"10.0.0.1"}},
           {"route_interface", "eth0"}, {"hostname_resolved", {"10.0.0.2"}},
+          {"gloo_interface", {{"interface", "eth0"}, {"address", "10.0.0.2"}, {"error", ""},
+                              {"reason", "interface eth0 (10.0.0.2), the address hostname resolves to"}}},
           {"disk", {{"path", "/ckpt"}, {"free", 100ULL << 30}}}, {"numa_nodes", 1}, {"governor", "performance"},
           {"gpus", 0}, {"clock_offset_ms", 0.0}};
 }
@@ -117,19 +120,42 @@ TEST(DoctorChecks, UnresolvableMasterFails) {
   EXPECT_EQ(m.value, "rank 1 (a): 'nosuchhost' Name or service not known");
 }
 
-TEST(DoctorChecks, LoopbackHostnameOnSeveralHostsFailsWithTheRoutingInterface) {
+// The Gloo row reports World::init's own choice (net_interface.h), judged on injected hosts.
+json gloo_choice(const InterfaceFacts& f) {
+  const InterfaceChoice c = choose_interface(f);
+  return {{"interface", c.interface}, {"address", c.address}, {"reason", c.reason}, {"error", c.error}};
+}
+
+TEST(DoctorChecks, GlooInterfaceRowShowsTheRouteChosenOrTheErrorWithItsFix) {
+  InterfaceFacts b_net;
+  b_net.master_addr = "10.0.0.1";
+  b_net.hostname = "b";
+  b_net.hostname_addresses = {"127.0.1.1"};
+  b_net.interfaces = {{"lo", "127.0.0.1"}, {"veth1", "10.0.0.2"}};
+  b_net.route_interface = "veth1";
   json a = healthy(0, "a", 1), b = healthy(1, "b", 1);
-  b["hostname_resolved"] = {"127.0.1.1"};
-  b["route_interface"] = "veth1";
+  b["gloo_interface"] = gloo_choice(b_net);
   auto g = row(evaluate({a, b}), "interface Gloo will use");
+  EXPECT_EQ(g.status, Status::Pass);
+  EXPECT_TRUE(has(g.value, "b: interface veth1 (10.0.0.2), the route to MASTER_ADDR 10.0.0.1")) << g.value;
+  b_net.gloo_socket_ifname = "eth9";
+  b["gloo_interface"] = gloo_choice(b_net);
+  g = row(evaluate({a, b}), "interface Gloo will use");
   EXPECT_EQ(g.status, Status::Fail);
-  EXPECT_TRUE(has(g.fix, "export GLOO_SOCKET_IFNAME=veth1 on b")) << g.fix;
-  b["env"]["GLOO_SOCKET_IFNAME"] = "veth1";
-  EXPECT_EQ(row(evaluate({a, b}), "interface Gloo will use").status, Status::Pass);
-  // One host: loopback is what it should use.
-  json c = healthy(1);
-  c["hostname_resolved"] = {"127.0.1.1"};
-  EXPECT_EQ(row(evaluate({healthy(0), c}), "interface Gloo will use").status, Status::Pass);
+  EXPECT_TRUE(has(g.value, "b: GLOO_SOCKET_IFNAME=eth9 names no interface with an address on b")) << g.value;
+  EXPECT_EQ(g.fix, "export GLOO_SOCKET_IFNAME=veth1 (the interface that routes to MASTER_ADDR 10.0.0.1) on b");
+}
+
+TEST(DoctorChecks, HostsThatCannotReachEachOtherFail) {
+  json a = healthy(0, "a", 1), b = healthy(1, "b", 1);
+  EXPECT_EQ(row(evaluate({a, b}), "hosts reach each other").status, Status::Pass);
+  a["reach"] = {{{"host", "b"}, {"address", "10.0.0.2:4000"}, {"ok", true}, {"error", ""}}};
+  b["reach"] = {{{"host", "a"}, {"address", "10.9.0.1:4001"}, {"ok", false}, {"error", "Network is unreachable"}}};
+  auto r = row(evaluate({a, b}), "hosts reach each other");
+  EXPECT_EQ(r.status, Status::Fail);
+  EXPECT_EQ(r.value, "b -> a at 10.9.0.1:4001: Network is unreachable");
+  EXPECT_TRUE(has(r.fix, "GLOO_SOCKET_IFNAME")) << r.fix;
+  EXPECT_EQ(row(evaluate({healthy(0), healthy(1)}), "hosts reach each other").status, Status::Skip);
 }
 
 TEST(DoctorChecks, LimitsDiskThreadsAndGovernor) {

@@ -33,6 +33,20 @@ struct Layout {
 // The whole document. Points with non-finite coordinates, or <= 0 on a log axis, are skipped.
 std::string render(const std::vector<Panel>& panels, const Layout& layout = {});
 
+// A square matrix as a heat map (the pairwise link matrix): cell (row, column) shaded from
+// white (0) to dark blue (the largest value) with its value written in it; NaN cells (the
+// diagonal) grey. `labels` name the rows and columns (e.g. "0 host-a:0").
+struct HeatMap {
+  std::string title;
+  std::string unit;                          // shown under the title ("GB/s")
+  std::vector<std::string> labels;
+  std::vector<std::vector<double>> values;   // values[row][column]
+};
+std::string render_heat_map(const HeatMap& map);
+
+// Text made safe inside SVG or HTML elements and attributes (& < > ").
+std::string escape(const std::string& text);
+
 // "1K", "32M", "2G" for powers of 1024; otherwise the number with up to 3 significant digits.
 std::string short_number(double value);
 

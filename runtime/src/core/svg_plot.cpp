@@ -13,20 +13,6 @@ namespace {
 // A colour-blind-friendly palette (Okabe-Ito), cycled per series.
 const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"};
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 bool usable(double v, bool log) { return std::isfinite(v) && (!log || v > 0); }
 
 // Maps data to pixels along one axis.
@@ -161,6 +147,20 @@ void draw_panel(std::ostringstream& out, const Panel& panel, double x0, double y
 
 }  // namespace
 
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string short_number(double v) {
   static const char* suffixes[] = {"", "K", "M", "G", "T"};
   if (v >= 1024 && std::fabs(v - std::round(v)) < 1e-9) {
@@ -207,6 +207,57 @@ std::string render(const std::vector<Panel>& panels, const Layout& layout) {
 
 void write(const std::string& path, const std::vector<Panel>& panels, const Layout& layout) {
   write_file_atomically(path, render(panels, layout));
+}
+
+std::string render_heat_map(const HeatMap& map) {
+  const int n = static_cast<int>(map.values.size());
+  size_t longest = 0;
+  for (const auto& l : map.labels) longest = std::max(longest, l.size());
+  const double cell = 56, left = 16 + 7.0 * static_cast<double>(longest), top = 64;
+  const double width = std::max(320.0, left + n * cell + 16), height = top + n * cell + 16;
+  double hi = 0;
+  for (const auto& row : map.values) {
+    for (double v : row) {
+      if (std::isfinite(v)) hi = std::max(hi, v);
+    }
+  }
+  std::ostringstream out;
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << fmt(width) << "\" height=\"" << fmt(height)
+      << "\" viewBox=\"0 0 " << fmt(width) << " " << fmt(height) << "\" font-family=\"sans-serif\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << fmt(width / 2) << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
+      << escape(map.title) << "</text>\n<text x=\"" << fmt(width / 2)
+      << "\" y=\"38\" text-anchor=\"middle\" font-size=\"11\">" << escape(map.unit) << "</text>\n";
+  for (int i = 0; i < n; ++i) {
+    const std::string label = i < static_cast<int>(map.labels.size()) ? map.labels[i] : std::to_string(i);
+    out << "<text x=\"" << fmt(left - 6) << "\" y=\"" << fmt(top + (i + 0.5) * cell + 4)
+        << "\" text-anchor=\"end\" font-size=\"11\">" << escape(label) << "</text>\n"
+        << "<text x=\"" << fmt(left + (i + 0.5) * cell) << "\" y=\"" << fmt(top - 6)
+        << "\" text-anchor=\"middle\" font-size=\"11\">" << i << "</text>\n";
+    for (int j = 0; j < n && j < static_cast<int>(map.values[i].size()); ++j) {
+      const double v = map.values[i][j];
+      std::string fill = "#dddddd";
+      bool dark = false;
+      if (std::isfinite(v)) {
+        const double f = hi > 0 ? std::clamp(v / hi, 0.0, 1.0) : 0.0;  // white -> #08306b
+        char rgb[8];
+        std::snprintf(rgb, sizeof rgb, "#%02x%02x%02x", static_cast<int>(255 - f * (255 - 8)),
+                      static_cast<int>(255 - f * (255 - 48)), static_cast<int>(255 - f * (255 - 107)));
+        fill = rgb;
+        dark = f > 0.55;
+      }
+      const double x = left + j * cell, y = top + i * cell;
+      out << "<rect x=\"" << fmt(x) << "\" y=\"" << fmt(y) << "\" width=\"" << fmt(cell) << "\" height=\"" << fmt(cell)
+          << "\" fill=\"" << fill << "\" stroke=\"white\"/>\n";
+      if (std::isfinite(v)) {
+        out << "<text x=\"" << fmt(x + cell / 2) << "\" y=\"" << fmt(y + cell / 2 + 4)
+            << "\" text-anchor=\"middle\" font-size=\"11\" fill=\"" << (dark ? "white" : "black") << "\">"
+            << escape(short_number(v)) << "</text>\n";
+      }
+    }
+  }
+  out << "</svg>\n";
+  return out.str();
 }
 
 }  // namespace ddx::svg

@@ -9,26 +9,20 @@
 #include <cstdlib>
 
 #include "ddx/log.h"
+#include "ddx/net_interface.h"
 #include "ddx/process_group.h"
 
 namespace ddx {
 namespace {
 
-bool is_loopback(const std::string& addr) {
-  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
-
-// Which interface Gloo uses: GLOO_SOCKET_IFNAME as PyTorch honours it; loopback when the job
-// is local (a container's hostname often resolves to an address peers cannot reach); else the
-// address the hostname resolves to.
+// Gloo's device on the interface net_interface.h chooses for this process.
 std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master_addr) {
-  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  const InterfaceChoice& choice = gloo_interface_choice(master_addr);
+  switch (choice.kind) {
+    case InterfaceChoice::Kind::Loopback: return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    case InterfaceChoice::Kind::Hostname: return c10d::ProcessGroupGloo::createDefaultDevice();
+    default: return c10d::ProcessGroupGloo::createDeviceForInterface(choice.interface);
   }
-  if (is_loopback(master_addr)) {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-  }
-  return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
 }  // namespace

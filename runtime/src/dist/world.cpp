@@ -23,6 +23,7 @@
 
 #include "ddx/errors.h"
 #include "ddx/log.h"
+#include "ddx/net_interface.h"
 #include "ddx/process_group.h"
 
 namespace ddx {
@@ -152,6 +153,9 @@ std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGrou
       throw UsageError("no master port for a " + std::to_string(ri.world_size) +
                        "-rank job: set MASTER_PORT (or launch with ddx launch / torchrun)");
     }
+    // The interface Gloo will use, decided (and logged, or refused with one line) before the
+    // store connection, so that it is the rank's first line and a bad setting fails at once.
+    gloo_interface_choice(ri.master_addr);
     world->store_ = connect_tcp_store(ri.master_addr, ri.master_port, ri.rank, ri.world_size,
                                       options.store_timeout);
   }

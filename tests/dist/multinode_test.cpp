@@ -1,0 +1,225 @@
+// Multi-node, for real: two simulated hosts (network namespaces joined by a veth pair, each with
+// its own hostname; simulated_hosts.h) and `ddx launch --nnodes 2 --node-rank 0|1` on each, as
+// a user would start a job on two machines. Every run must finish on both hosts within its
+// timeout and leave no process behind in either namespace.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process_helpers.h"
+#include "simulated_hosts.h"
+
+namespace ddx::testing {
+namespace {
+
+bool has(const std::string& output, const std::string& text) { return output.find(text) != std::string::npos; }
+
+std::string both(const std::array<RunResult, 2>& r) {
+  return "--- host a ---\n" + r[0].output + "\n--- host b ---\n" + r[1].output;
+}
+
+class MultiNode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    hosts_ = std::make_unique<SimulatedHosts>();
+    if (!hosts_->refused().empty()) GTEST_SKIP() << hosts_->refused();
+    dir_ = scratch_dir("multinode", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+
+  void TearDown() override {
+    if (hosts_ && hosts_->refused().empty()) {
+      EXPECT_TRUE(hosts_->processes_left().empty()) << "processes left in the simulated hosts";
+    }
+    hosts_.reset();  // kills whatever is left and deletes both namespaces
+  }
+
+  // `ddx launch` of `np` ranks on host `node` of two, rank 0's store on host a.
+  std::vector<std::string> launch(int node, int np, const std::vector<std::string>& command) const {
+    std::vector<std::string> argv = {DDX_BIN, "launch", "--nnodes", "2", "--node-rank", std::to_string(node),
+                                     "--master-addr", hosts_->address(0), "--master-port", "29500",
+                                     "-np", std::to_string(np), "--"};
+    argv.insert(argv.end(), command.begin(), command.end());
+    return argv;
+  }
+
+  // Runs `command` on both hosts, `np` ranks each. `interface_env`: GLOO_SOCKET_IFNAME names
+  // each host's interface; otherwise it is removed and ddx must find the interface itself.
+  std::array<RunResult, 2> on_both(int np, const std::vector<std::string>& command, bool interface_env,
+                                   int timeout_s = 90, std::map<std::string, std::string> env = {}) const {
+    if (interface_env) env["GLOO_SOCKET_IFNAME"] = SimulatedHosts::kInterface;
+    return hosts_->run_on_both(dir_, [&](int node) { return launch(node, np, command); }, env, timeout_s,
+                               {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"});
+  }
+
+  std::unique_ptr<SimulatedHosts> hosts_;
+  std::string dir_;
+};
+
+TEST_F(MultiNode, SelfcheckPassesOnFourRanksOverTwoHosts) {
+  auto r = on_both(2, {DDX_BIN, "probe", "selfcheck"}, /*interface_env=*/true);
+  ASSERT_EQ(r[0].exit_code, 0) << both(r);
+  ASSERT_EQ(r[1].exit_code, 0) << both(r);
+  EXPECT_TRUE(has(r[0].output, "4 ranks on 2 hosts [ddx-host-a (2 ranks), ddx-host-b (2 ranks)]")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "all PASS")) << r[0].output;
+}
+
+TEST_F(MultiNode, DdpTrainingOverTwoHostsMatchesTheSameRunOnOneHost) {
+  auto train = [&](const std::string& name) {
+    return std::vector<std::string>{DDX_BIN, "train", "--strategy", "ddp", "-m", "debug", "-s", "32", "-b", "4",
+                                    "--max-steps", "4", "--lr", "3e-3", "--seed", "7", "--log-freq", "1",
+                                    "--no-progress", "--save-dir", dir_ + "/" + name,
+                                    "--metrics-file", dir_ + "/" + name + ".jsonl"};
+  };
+  auto two_hosts = on_both(1, train("two-hosts"), /*interface_env=*/true, 240);
+  ASSERT_EQ(two_hosts[0].exit_code, 0) << both(two_hosts);
+  ASSERT_EQ(two_hosts[1].exit_code, 0) << both(two_hosts);
+  std::vector<std::string> one_host = {DDX_BIN, "launch", "-np", "2", "--"};
+  const auto command = train("one-host");
+  one_host.insert(one_host.end(), command.begin(), command.end());
+  RunResult local = run_in(dir_, one_host, {}, 240);
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+
+  auto losses = [&](const std::string& name) {
+    std::vector<double> out;
+    std::ifstream in(dir_ + "/" + name + ".jsonl");
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+    return out;
+  };
+  const auto a = losses("two-hosts"), b = losses("one-host");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(a.size(), b.size());
+  // Same world size, same ring order: Gloo over a veth must give exactly loopback's sums.
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+}
+
+TEST_F(MultiNode, PairwiseMatrixNamesTheHosts) {
+  auto r = on_both(2, {DDX_BIN, "probe", "bandwidth", "--pairs", "-e", "64K", "-n", "3", "-w", "1", "--json",
+                       dir_ + "/pairs.json"},
+                   /*interface_env=*/true);
+  ASSERT_NE(r[0].exit_code, -1) << both(r);
+  EXPECT_TRUE(has(r[0].output, "ddx-host-a:0")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "ddx-host-b:1")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "(6 links,")) << r[0].output;
+  const auto report = nlohmann::json::parse(read_file(dir_ + "/pairs.json"));
+  EXPECT_EQ(report["ddx"]["matrix_gbs"].size(), 4u);
+}
+
+TEST_F(MultiNode, PlantedHangIsBlamedOnTheCulpritsHost) {
+  const std::string traces = dir_ + "/traces";
+  auto r = on_both(2, {DDX_BIN, "probe", "hang", "--worker", "--scenario", "straggler", "--culprit-rank", "3",
+                       "--timeout", "2s", "--trace-dir", traces},
+                   /*interface_env=*/true, 90);
+  EXPECT_NE(r[0].exit_code, 0) << both(r);  // the watchdog ends the job
+  RunResult verdict = run_in(dir_, {DDX_BIN, "analyze", traces}, {}, 60);
+  EXPECT_TRUE(has(verdict.output, "VERDICT: never-joined: rank 3")) << verdict.output << both(r);
+  EXPECT_TRUE(has(verdict.output, "[culprit: rank 3 (ddx-host-b, pid")) << verdict.output;
+}
+
+TEST_F(MultiNode, DoctorSeesTwoHostsForClockSkewAndVersions) {
+  auto r = on_both(2, {DDX_BIN, "doctor", "--json", dir_ + "/doctor.json", "--save-dir", dir_},
+                   /*interface_env=*/true);
+  ASSERT_NE(r[0].exit_code, -1) << both(r);
+  EXPECT_TRUE(has(r[0].output, "ddx doctor: 4 ranks on 2 hosts")) << r[0].output;
+  const auto report = nlohmann::json::parse(read_file(dir_ + "/doctor.json"));
+  std::map<std::string, nlohmann::json> checks;
+  for (const auto& c : report["checks"]) checks[c["check"].get<std::string>()] = c;
+  EXPECT_EQ(checks["clock skew between hosts"]["status"], "PASS") << checks["clock skew between hosts"];
+  EXPECT_TRUE(has(checks["clock skew between hosts"]["value"].get<std::string>(), "ddx-host-")) << checks["clock skew between hosts"];
+  EXPECT_EQ(checks["same versions on every rank"]["status"], "PASS");
+  EXPECT_TRUE(has(checks["same versions on every rank"]["value"].get<std::string>(), "4 ranks on 2 hosts"))
+      << checks["same versions on every rank"];
+}
+
+// Without GLOO_SOCKET_IFNAME Gloo would resolve each hostname, get nothing, fall back to
+// 127.0.0.1 and die in connectFullMesh ("Connection refused, remote=[127.0.0.1]"). ddx picks
+// the interface that routes to MASTER_ADDR instead, and says so on the rank's first log line.
+TEST_F(MultiNode, WithoutGlooSocketIfnameTheRouteToTheMasterIsUsedAndNamedFirst) {
+  auto r = on_both(2, {DDX_BIN, "probe", "selfcheck"}, /*interface_env=*/false);
+  ASSERT_EQ(r[0].exit_code, 0) << both(r);
+  ASSERT_EQ(r[1].exit_code, 0) << both(r);
+  EXPECT_TRUE(has(r[0].output, "all PASS")) << r[0].output;
+  for (int h = 0; h < 2; ++h) {
+    const std::string expected = "gloo: interface ddx0 (" + hosts_->address(h) + "), the route to MASTER_ADDR " +
+                                 hosts_->address(0) + " (hostname " + hosts_->hostname(h) + " does not resolve";
+    const int rank = 2 * h;  // the host's first rank: its first line is the choice
+    const std::string prefix = "[rank " + std::to_string(rank) + "]: ";
+    const size_t first = r[h].output.find(prefix);
+    ASSERT_NE(first, std::string::npos) << r[h].output;
+    const std::string line = r[h].output.substr(first, r[h].output.find('\n', first) - first);
+    EXPECT_TRUE(has(line, expected)) << "first line of rank " << rank << ": " << line << "\n" << r[h].output;
+  }
+}
+
+// A GLOO_SOCKET_IFNAME naming no interface: one line with the cause and the fix in the launcher's
+// failure table, not Gloo's "ifa != nullptr" enforce and a C++ stack.
+TEST_F(MultiNode, AGlooSocketIfnameNamingNoInterfaceFailsWithOneLine) {
+  auto r = on_both(1, {DDX_BIN, "probe", "selfcheck"}, /*interface_env=*/false, 90,
+                   {{"GLOO_SOCKET_IFNAME", "nosuch0"}});
+  for (int h = 0; h < 2; ++h) {
+    EXPECT_NE(r[h].exit_code, 0) << both(r);
+    EXPECT_TRUE(has(r[h].output, "ddx: error: GLOO_SOCKET_IFNAME=nosuch0 names no interface with an address on " +
+                                     hosts_->hostname(h) + " (it has ddx0, lo); fix: export GLOO_SOCKET_IFNAME=ddx0 (the "
+                                     "interface that routes to MASTER_ADDR " + hosts_->address(0) + ")"))
+        << r[h].output;
+    EXPECT_FALSE(has(r[h].output, "EnforceNotMet")) << r[h].output;
+    EXPECT_FALSE(has(r[h].output, "connectFullMesh")) << r[h].output;
+  }
+}
+
+// The doctor reports each host's interface and that the hosts reach each other on it...
+TEST_F(MultiNode, DoctorReportsEachHostsInterfaceAndThatTheyReachEachOther) {
+  auto r = on_both(2, {DDX_BIN, "doctor", "--save-dir", dir_}, /*interface_env=*/false);
+  ASSERT_NE(r[0].exit_code, -1) << both(r);
+  EXPECT_TRUE(has(r[0].output, "ddx-host-a: interface ddx0 (10.213.0.1), the route to MASTER_ADDR")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "ddx-host-b: interface ddx0 (10.213.0.2), the route to MASTER_ADDR")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "hosts reach each other        PASS    2 connections between 2 hosts")) << r[0].output;
+}
+
+// ...and FAILs, naming the pair, when the interface chosen is one the other host cannot reach.
+TEST_F(MultiNode, DoctorFailsHostsThatCannotReachEachOtherOnTheirInterface) {
+  ASSERT_TRUE(hosts_->add_unroutable_link("ddx1", "10.214.1.1", "10.214.2.2")) << hosts_->refused();
+  auto r = on_both(2, {DDX_BIN, "doctor", "--save-dir", dir_}, /*interface_env=*/false, 90,
+                   {{"GLOO_SOCKET_IFNAME", "ddx1"}});
+  EXPECT_EQ(r[0].exit_code, 1) << both(r);
+  EXPECT_TRUE(has(r[0].output, "hosts reach each other        FAIL")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "ddx-host-a -> ddx-host-b at 10.214.2.2:")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "ddx-host-b -> ddx-host-a at 10.214.1.1:")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "fix: export GLOO_SOCKET_IFNAME=<an interface on the network the hosts share>"))
+      << r[0].output;
+}
+
+// The harness itself: a process that escaped the test's process group (setsid) is still killed,
+// and both namespaces are gone, once the hosts are torn down.
+TEST(SimulatedHostsTeardown, KillsEveryProcessAndRemovesBothNamespaces) {
+  std::array<std::string, 2> names;
+  std::vector<pid_t> escaped;
+  {
+    SimulatedHosts hosts;
+    if (!hosts.refused().empty()) GTEST_SKIP() << hosts.refused();
+    names = hosts.namespaces();
+    const std::string dir = scratch_dir("multinode", "teardown");
+    RunResult r = run_in(dir, hosts.on_host(1, {"/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & echo $!"}), {}, 30);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    escaped.push_back(static_cast<pid_t>(std::atol(r.output.c_str())));
+    ASSERT_TRUE(process_alive(escaped[0])) << r.output;
+    EXPECT_EQ(hosts.processes_left().size(), 1u);
+  }
+  EXPECT_TRUE(wait_until_dead(escaped, std::chrono::seconds(10)));
+  std::string list;
+  if (FILE* p = ::popen("/usr/sbin/ip netns list", "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) list += buf;
+    ::pclose(p);
+  }
+  EXPECT_FALSE(has(list, names[0])) << list;
+  EXPECT_FALSE(has(list, names[1])) << list;
+}
+
+}  // namespace
+}  // namespace ddx::testing
