@@ -68,14 +68,21 @@ skip a SLURM cluster	srun --ntasks-per-node 8 ddx doctor --json doctor.json
 skip 16 MPI ranks on a cluster and a /checkpoints folder	mpiexec -n 16 ddx doctor --save-dir /checkpoints
 skip shows FAILs for interfaces this machine lacks (non-zero exit by design)	NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=eth1 mpiexec -n 2 ddx doctor
 skip needs root; shows a FAIL of a 64 MiB /dev/shm by design	unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && ddx launch -np 4 -- ddx doctor'
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip netns add hostA && ip netns add hostB && ip link add vA type veth peer name vB
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip link set vA netns hostA && ip link set vB netns hostB
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip -n hostA link set vA name eth1 && ip -n hostB link set vB name eth1
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip -n hostA addr add 10.0.0.1/24 dev eth1 && ip -n hostB addr add 10.0.0.2/24 dev eth1
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	for h in hostA hostB; do ip -n $h link set eth1 up; ip -n $h link set lo up; done
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip netns exec hostB unshare --uts sh -c 'hostname node-B; exec ddx launch --nnodes 2 --node-rank 1 --master-addr 10.0.0.1 --master-port 29500 -np 2 -- ddx doctor' &
+skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip netns exec hostA unshare --uts sh -c 'hostname node-A; exec ddx launch --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29500 -np 2 -- ddx doctor'
 full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp --max-steps 20
 skip Llama 3.2 1B at TP 4: hours on a CPU	ddx launch -np 4 -- ddx train --strategy tp --tp 4 --sequence-parallel -m llama-3.2-1b -e run1
 full	ddx parity --strategies tp,tp-sp,tp-accum2,fsdp --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
 skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
-skip 16 MPI ranks on a cluster	ddx validate --launcher "mpiexec -n 16" --min-busbw 20 --out acceptance/
-skip 8 ranks with --keep-going: minutes on a CPU	ddx validate --np 8 --keep-going
-full	ddx validate --np 2 --max-bytes 64K --parity-steps 2
+skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
+skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going
+full	ddx validate --np 2 --out report --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --stage-timeout 240
 skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
 cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
 cheap	echo $?

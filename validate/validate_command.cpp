@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "parity/run_process.h"
+#include "validate/link_types.h"
 #include "validate/validate.h"
 
 namespace ddx::cli {
@@ -42,7 +43,39 @@ std::string summary_line(const std::string& path, const std::string& marker) {
   return found.empty() ? last : found;
 }
 
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+}
+
+// The bandwidth stage passes only when every collective's busbw at the largest size reaches the
+// floor; the floor comes from --expect or from the link type the doctor's facts show.
+void judge_bandwidth(const validate::ValidateOptions& o, validate::StageResult& r) {
+  const validate::Expectation e = o.expect.empty()
+                                      ? validate::detect_expectation(read_json(o.out_dir + "/doctor.json"))
+                                      : validate::parse_expect(o.expect);
+  const auto verdict = validate::judge_busbw(read_json(o.out_dir + "/bandwidth.json"), e);
+  r.passed = r.passed && verdict.passed;
+  r.summary = verdict.summary;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : verdict.rows) {
+    rows.push_back({{"collective", row.collective}, {"bytes", row.bytes}, {"busbw_gbs", row.busbw_gbs}, {"ok", row.ok}});
+  }
+  r.details = {{"min_busbw_gbs", e.min_busbw_gbs}, {"threshold_source", e.source}, {"collectives", rows}};
+}
+
+// A burn-in that failed with flight-recorder dumps: `ddx analyze` names the culprit.
+void analyze_traces(const validate::ValidateOptions& o, validate::StageResult& r) {
+  const std::string traces = o.out_dir + "/traces";
+  if (!std::filesystem::exists(traces)) return;
+  parity::run_process({parity::self_executable(), "analyze", traces}, {}, o.out_dir + "/analyze.log", 120);
+  const std::string verdict = summary_line(o.out_dir + "/analyze.log", "VERDICT: ");
+  if (verdict.rfind("VERDICT: ", 0) == 0) r.summary = verdict;
+  r.artefacts.push_back("analyze.log");
+}
+
 int run_validate(const validate::ValidateOptions& o) {
+  if (!o.expect.empty()) validate::parse_expect(o.expect);  // a bad --expect stops before any stage
   std::filesystem::create_directories(o.out_dir);
   const auto stages = validate::plan_stages(o, parity::self_executable());
   std::vector<validate::StageResult> results;
@@ -59,7 +92,7 @@ int run_validate(const validate::ValidateOptions& o) {
     std::fflush(stdout);
     r.ran = true;
     r.log = log_name(stage.name);
-    const auto outcome = parity::run_process(stage.argv, {}, o.out_dir + "/" + r.log, o.stage_timeout_s);
+    const auto outcome = parity::run_process(stage.argv, stage.env, o.out_dir + "/" + r.log, o.stage_timeout_s);
     r.exit_code = outcome.exit_code;
     r.timed_out = outcome.timed_out;
     r.seconds = outcome.seconds;
@@ -69,6 +102,8 @@ int run_validate(const validate::ValidateOptions& o) {
     for (const auto& a : stage.artefacts) {
       if (std::filesystem::exists(o.out_dir + "/" + a)) r.artefacts.push_back(a);
     }
+    if (stage.name == "bandwidth" && r.passed) judge_bandwidth(o, r);
+    if (stage.name == "burn-in" && !r.passed) analyze_traces(o, r);
     std::printf(" %s (%.1f s)  %s\n", r.passed ? "PASS" : "FAIL", r.seconds, r.summary.c_str());
     if (!r.passed) std::printf("      log: %s/%s\n", o.out_dir.c_str(), r.log.c_str());
     std::fflush(stdout);
@@ -76,7 +111,7 @@ int run_validate(const validate::ValidateOptions& o) {
     results.push_back(r);
   }
   validate::write_report(o, results);
-  std::printf("validate: %s; report %s/validate.json, %s/validate.md\n", failed ? "FAIL" : "PASS", o.out_dir.c_str(),
+  std::printf("validate: %s; report %s/validate.html (also validate.json, validate.md)\n", failed ? "FAIL" : "PASS",
               o.out_dir.c_str());
   return failed ? 1 : 0;
 }
@@ -87,8 +122,9 @@ Subcommand add_validate_command(CLI::App& app) {
   auto o = std::make_shared<validate::ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
-      "Cluster acceptance: doctor, selfcheck, bandwidth sweep of every collective, pairwise link "
-      "matrix and a short parity run, one PASS/FAIL line per stage, one report.\n  ddx validate --np 4");
+      "Cluster acceptance: doctor, selfcheck, bandwidth sweep of every collective against the "
+      "link's busbw floor, pairwise link matrix, a short parity run and a training burn-in; one "
+      "PASS/FAIL line per stage, one report (HTML, JSON, Markdown).\n  ddx validate --np 4");
   cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks (on this node under ddx launch)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -97,11 +133,17 @@ Subcommand add_validate_command(CLI::App& app) {
                   "(default: ddx launch -np N --); parity always uses ddx launch");
   cmd->add_option("--out", o->out_dir, "Folder for the report and every stage's log and artefacts")->capture_default_str();
   cmd->add_flag("--keep-going", o->keep_going, "Run every stage even after a FAIL");
-  cmd->add_option("--min-busbw", o->min_busbw, "Fail the bandwidth stage when a collective's average busbw is below this GB/s")
-      ->check(CLI::Range(0.0, 1e6));
+  std::string types;
+  for (const auto& t : validate::link_types()) types += (types.empty() ? "" : ", ") + t.name;
+  cmd->add_option("--expect", o->expect,
+                  "The busbw every collective must reach at the largest size: a link type (" + types +
+                      ") or GB/s (e.g. 25); default: the link type detected from the doctor's facts");
   cmd->add_option("--max-bytes", o->max_bytes, "Largest message of the bandwidth stages (K/M/G)")->capture_default_str();
   cmd->add_option("--parity-steps", o->parity_steps, "Optimizer steps of the parity stage")
       ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--burn-in-steps", o->burn_in_steps, "Optimizer steps of the training burn-in stage")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--stage-timeout", o->stage_timeout_s, "Seconds before a stage is killed and FAILs")
       ->check(CLI::Range(1.0, 86400.0))

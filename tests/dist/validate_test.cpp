@@ -1,6 +1,8 @@
-// `ddx validate` end to end at 2 ranks (every stage PASSes, one report), and with a planted
-// wrong collective (DDX_TEST_PERTURB) the report FAILs at the selfcheck and runs nothing after.
+// `ddx validate` end to end at 2 ranks (every stage PASSes, one report with its HTML page),
+// and planted bad stages: a wrong collective (DDX_TEST_PERTURB) FAILs the report at the
+// selfcheck, a busbw floor no link reaches (--expect) at the bandwidth stage; nothing runs after.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,24 +19,73 @@ bool has(const std::string& output, const std::string& text) { return output.fin
 
 std::vector<std::string> validate(const std::string& out) {
   return {DDX_BIN, "validate", "--np", "2", "--out", out, "--max-bytes", "64K", "--parity-steps", "2",
-          "--stage-timeout", "240"};
+          "--burn-in-steps", "4", "--stage-timeout", "240"};
 }
 
 TEST(Validate, EveryStagePassesAtTwoRanksAndOneReportLinksThemAll) {
   const std::string dir = scratch_dir("validate", "pass");
   RunResult r = run_in(dir, validate(dir + "/report"), {}, 550);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* stage : {"doctor", "selfcheck", "bandwidth", "pairwise links", "parity"}) {
+  for (const char* stage : {"doctor", "selfcheck", "bandwidth", "pairwise links", "parity", "burn-in"}) {
     EXPECT_TRUE(has(r.output, stage)) << r.output;
   }
+  EXPECT_TRUE(has(r.output, "[6/6] burn-in")) << r.output;  // progress: stage k of n as it starts
   const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
   EXPECT_TRUE(report["passed"].get<bool>());
-  ASSERT_EQ(report["stages"].size(), 5u);
+  ASSERT_EQ(report["stages"].size(), 6u);
   for (const auto& s : report["stages"]) EXPECT_TRUE(s["passed"].get<bool>()) << s.dump();
-  for (const char* file : {"doctor.json", "selfcheck.json", "busbw.svg", "parity/report.json", "validate.md"}) {
+  for (const char* file : {"doctor.json", "selfcheck.json", "busbw.svg", "parity/report.json", "validate.md",
+                           "burn-in/metrics.jsonl", "burn-in/loss.svg", "validate.html"}) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/report/" + file)) << file;
   }
   EXPECT_TRUE(has(read_file(dir + "/report/validate.md"), "![busbw.svg](busbw.svg)"));
+  // The bandwidth stage was held to the floor of the link type the doctor's facts show.
+  const auto& bw = report["stages"][2];
+  EXPECT_EQ(bw["details"]["min_busbw_gbs"].get<double>(), 0.01) << bw.dump();
+  EXPECT_TRUE(has(bw["details"]["threshold_source"].get<std::string>(), "detected cpu-loopback")) << bw.dump();
+  EXPECT_GE(bw["details"]["collectives"].size(), 7u) << bw.dump();  // --op-list all
+  // One self-contained page: every plot inline, nothing loaded from elsewhere.
+  const std::string html = read_file(dir + "/report/validate.html");
+  for (const char* part : {"ddx validate: <span class=\"PASS\">PASS</span>", "<h2>Doctor</h2>",
+                           "detected cpu-loopback", "Bus bandwidth vs message size", "Pairwise link bandwidth",
+                           "Parity: loss curves", "Training burn-in: loss curve"}) {
+    EXPECT_TRUE(has(html, part)) << part;
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_TRUE(has(html, ">1 " + std::string(host) + ":1</text>")) << "heat map rows name rank, host, local rank";
+  size_t svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, 4u);
+  EXPECT_FALSE(has(html, "src=")) << "the page must not load other files";
+}
+
+TEST(Validate, ABusbwFloorNoLinkReachesFailsAtTheBandwidthStage) {
+  const std::string dir = scratch_dir("validate", "expect");
+  auto argv = validate(dir + "/report");
+  argv.insert(argv.end(), {"--expect", "nvlink"});
+  RunResult r = run_in(dir, argv, {}, 300);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
+  const auto& stages = report["stages"];
+  EXPECT_TRUE(stages[1]["passed"].get<bool>()) << stages[1].dump();   // selfcheck
+  EXPECT_FALSE(stages[2]["passed"].get<bool>()) << stages[2].dump();  // bandwidth
+  EXPECT_TRUE(has(stages[2]["summary"].get<std::string>(), "below 100 GB/s busbw")) << stages[2].dump();
+  EXPECT_TRUE(has(stages[2]["summary"].get<std::string>(), "--expect nvlink: 100 GB/s")) << stages[2].dump();
+  for (size_t i = 3; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
+  EXPECT_TRUE(has(read_file(dir + "/report/validate.html"), "<td class=\"FAIL\">FAIL</td>"));
+}
+
+TEST(Validate, AnUnknownExpectIsOneLineAndRunsNothing) {
+  const std::string dir = scratch_dir("validate", "bad-expect");
+  auto argv = validate(dir + "/report");
+  argv.insert(argv.end(), {"--expect", "warp-drive"});
+  RunResult r = run_in(dir, argv, {}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output,
+            "ddx: error: --expect warp-drive: not a link type (cpu-loopback, ethernet, pcie, nvlink, infiniband) or a "
+            "busbw in GB/s (e.g. 25 or 25GB/s)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
 }
 
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
