@@ -18,11 +18,11 @@ std::string short_bytes(double bytes) { return svg::short_number(bytes); }
 }  // namespace
 
 const std::vector<LinkType>& link_types() {
-  // Floors: about a tenth of what a healthy link of that type reaches at 1 MiB or more (the CPU
-  // row lower still: a loaded 2-core CI machine measured 0.018 GB/s at 64 KiB, and a floor is a
-  // sanity bound there, not a benchmark)
-  // (CPU rows measured with ddx on a 2-core VM; GPU rows from nccl-tests figures in
+  // Floors: about a tenth of what a healthy link of that type reaches at 1 MiB or more (CPU rows
+  // measured with ddx on a 2-core VM; GPU rows from nccl-tests figures in
   // shared/reference/cluster-validation.md, e.g. 460-480 GB/s NVLink all-reduce on H100/H200).
+  // The CPU-loopback floor is lower still: a loaded 2-core CI machine measured 0.018 GB/s at
+  // 64 KiB, and there the floor is a sanity bound, not a benchmark.
   static const std::vector<LinkType> types = {
       {"cpu-loopback", 0.002, "Gloo over loopback between CPU ranks on one host", "one host, no GPU"},
       {"ethernet", 0.05, "Gloo over TCP between hosts (1-10 GbE)", "several hosts, no GPU"},
