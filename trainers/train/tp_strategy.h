@@ -34,10 +34,6 @@ class TpStrategy : public ReplicatedStrategy {
   void checkpoint_barrier() override;
 
  private:
-  // The full tensor of `local` (a parameter, or optimizer state shaped like it); collective
-  // over the group for sharded parameters.
-  torch::Tensor full_tensor(const std::string& name, const torch::Tensor& local);
-
   Group* group_ = nullptr;
   bool sequence_parallel_ = false;
   models::ParameterShards shards_;
