@@ -1,5 +1,7 @@
 #include "train/tp_state.h"
 
+#include <algorithm>
+
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 
@@ -67,59 +69,116 @@ ParameterShapes full_shapes(const NamedTensors& local, const models::ParameterSh
   return out;
 }
 
-LocalRows read_tp_rows(const CheckpointRows& reader, const std::string& name, const models::ParameterShards& shards,
-                       int64_t begin, int64_t end, const torch::Tensor& like) {
+TpBlocks tp_blocks(const models::ParameterShards& shards, const std::string& name,
+                   const std::vector<int64_t>& local_shape, int64_t begin, int64_t end) {
+  TpBlocks out;
   auto shard = shards.find(name);
-  if (shard == shards.end()) return {reader.rows(name, begin, end), reader.optimizer_rows(name, begin, end, like)};
-  const models::ParameterShard& sh = shard->second;
-  // The local rows as pieces of the full tensor: under a dim-0 split each range contributes
-  // the part of [begin, end) that falls in it; under a column split the rows are the full
-  // tensor's and each range is a column slice of them.
-  std::vector<torch::Tensor> values, exp_avg, exp_avg_sq;
-  int64_t step = -1, local = 0;
-  bool complete_state = true;
-  for (const models::Range& r : sh.ranges) {
-    int64_t row_begin = begin, row_end = end;
-    if (sh.dim == 0) {
-      row_begin = r.begin + std::max<int64_t>(begin - local, 0);
-      row_end = r.begin + std::min<int64_t>(end - local, r.size());
-      local += r.size();
-      if (row_begin >= row_end) continue;
-    }
-    auto cut = [&](const torch::Tensor& t) { return sh.dim == 0 ? t : t.narrow(sh.dim, r.begin, r.size()); };
-    values.push_back(cut(reader.rows(name, row_begin, row_end)));
-    if (auto s = reader.optimizer_rows(name, row_begin, row_end, like)) {
-      exp_avg.push_back(cut(s->exp_avg));
-      exp_avg_sq.push_back(cut(s->exp_avg_sq));
-      step = s->step;
-    } else {
-      complete_state = false;
-    }
+  auto add = [&](std::vector<int64_t> offset, std::vector<int64_t> shape) {
+    out.offsets.push_back(std::move(offset));
+    out.shapes.push_back(std::move(shape));
+  };
+  if (shard == shards.end()) {
+    std::vector<int64_t> offset(local_shape.size(), 0), shape = local_shape;
+    offset[0] = begin;
+    shape[0] = end - begin;
+    add(offset, shape);
+    return out;
   }
-  LocalRows out;
-  out.values = torch::cat(values, sh.dim);
-  if (complete_state && !exp_avg.empty()) {
-    out.state = AdamWState{step, torch::cat(exp_avg, sh.dim).contiguous(), torch::cat(exp_avg_sq, sh.dim).contiguous()};
+  const models::ParameterShard& sh = shard->second;
+  out.dim = sh.dim;
+  int64_t local = 0;  // under a dim-0 split: where each range starts in the local rows
+  for (const models::Range& r : sh.ranges) {
+    std::vector<int64_t> offset(sh.full_shape.size(), 0), shape = sh.full_shape;
+    if (sh.dim == 0) {
+      const int64_t start = local, b = std::max(begin, start), e = std::min(end, start + r.size());
+      local += r.size();
+      if (b >= e) continue;
+      offset[0] = r.begin + (b - start);
+      shape[0] = e - b;
+    } else {
+      offset[0] = begin;
+      shape[0] = end - begin;
+      offset[sh.dim] = r.begin;
+      shape[sh.dim] = r.size();
+    }
+    add(offset, shape);
   }
   return out;
 }
 
-void save_full_tp_checkpoint(const std::string& dir, Group& tp, const models::ParameterShards& shards,
-                             const NamedTensors& parameters, const std::map<std::string, AdamWState>& state,
-                             bool writer) {
-  NamedTensors full;
-  std::map<std::string, AdamWState> full_state;
+LocalRows read_tp_rows(const CheckpointRows& reader, const std::string& name, const models::ParameterShards& shards,
+                       int64_t begin, int64_t end, const torch::Tensor& like) {
+  const TpBlocks blocks = tp_blocks(shards, name, like.sizes().vec(), begin, end);
+  // Whole rows from the checkpoint, cut to the block.
+  auto cut = [&](torch::Tensor t, size_t k) {
+    for (size_t d = 1; d < blocks.offsets[k].size(); ++d) {
+      t = t.narrow(static_cast<int64_t>(d), blocks.offsets[k][d], blocks.shapes[k][d]);
+    }
+    return t;
+  };
+  std::vector<torch::Tensor> values, exp_avg, exp_avg_sq;
+  int64_t step = -1;
+  for (size_t k = 0; k < blocks.offsets.size(); ++k) {
+    const int64_t b = blocks.offsets[k][0], e = b + blocks.shapes[k][0];
+    values.push_back(cut(reader.rows(name, b, e), k));
+    if (auto s = reader.optimizer_rows(name, b, e, like)) {
+      exp_avg.push_back(cut(s->exp_avg, k));
+      exp_avg_sq.push_back(cut(s->exp_avg_sq, k));
+      step = s->step;
+    }
+  }
+  LocalRows out;
+  out.values = torch::cat(values, blocks.dim);
+  if (!exp_avg.empty() && exp_avg.size() == values.size()) {
+    out.state = AdamWState{step, torch::cat(exp_avg, blocks.dim).contiguous(), torch::cat(exp_avg_sq, blocks.dim).contiguous()};
+  }
+  return out;
+}
+
+void TpCheckpointWriter::add(const models::ParameterShards& shards, const std::string& name,
+                             const std::vector<int64_t>& local_shape, int64_t begin, int64_t end,
+                             const torch::Tensor& rows, const AdamWState* state) {
+  if (begin >= end) return;
+  const TpBlocks blocks = tp_blocks(shards, name, local_shape, begin, end);
+  auto shard = shards.find(name);
+  int64_t position = 0;  // along blocks.dim in `rows`
+  for (size_t k = 0; k < blocks.offsets.size(); ++k) {
+    const int64_t size = blocks.shapes[k][blocks.dim];
+    auto slice = [&](const torch::Tensor& t) { return t.detach().narrow(blocks.dim, position, size).contiguous(); };
+    ShardEntry e;
+    e.name = name;
+    e.shape = shard != shards.end() ? shard->second.full_shape : local_shape;
+    e.row_begin = blocks.offsets[k][0];
+    e.row_end = e.row_begin + blocks.shapes[k][0];
+    e.offset = blocks.offsets[k];
+    e.rows = slice(rows);
+    if (state != nullptr) {
+      states_.push_back({state->step, slice(state->exp_avg), slice(state->exp_avg_sq)});
+      e.state = &states_.back();
+    }
+    entries_.push_back(std::move(e));
+    position += size;
+  }
+}
+
+void TpCheckpointWriter::write(const std::string& dir, Group& world, const ParameterShapes& shapes,
+                               const models::ModelConfig& config) {
+  write_shard_file(dir, world.rank(), world.size(), entries_);
+  barrier(world).wait();
+  if (world.rank() == 0) write_piece_index(dir, world.size(), shapes, config);
+  barrier(world).wait();
+}
+
+void save_tp_checkpoint(const std::string& dir, Group& world, const models::ParameterShards& shards,
+                        const NamedTensors& parameters, const std::map<std::string, AdamWState>& state, int tp_rank,
+                        bool writes, const models::ModelConfig& config) {
+  TpCheckpointWriter writer;
   for (const auto& [name, p] : parameters) {
-    full.emplace_back(name, full_tp_tensor(tp, shards, name, p));
+    if (!writes || (!shards.count(name) && tp_rank != 0)) continue;
     auto s = state.find(name);
-    if (s == state.end()) continue;
-    full_state[name] = {s->second.step, full_tp_tensor(tp, shards, name, s->second.exp_avg),
-                        full_tp_tensor(tp, shards, name, s->second.exp_avg_sq)};
+    writer.add(shards, name, p.sizes().vec(), 0, p.size(0), p, s == state.end() ? nullptr : &s->second);
   }
-  if (writer) {
-    write_model_file(dir + "/model.safetensors", full);
-    write_optimizer_file(dir + "/optimizer.safetensors", full_state);
-  }
+  writer.write(dir, world, full_shapes(parameters, shards), config);
 }
 
 void load_tp_checkpoint(const std::string& dir, const models::ParameterShards& shards, NamedTensors& parameters,

@@ -23,6 +23,7 @@ void TpStrategy::setup(const StrategyContext& c) {
   split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
   build(c, split);
   shards_ = models::parameter_shards(*model_);
+  config_ = &c.model;
 }
 
 double TpStrategy::finish_gradients() {
@@ -57,12 +58,11 @@ double TpStrategy::grad_norm_sq() const {
 NamedTensors TpStrategy::full_parameters() { return full_tp_parameters(*group_, shards_, parameters_); }
 
 void TpStrategy::save_state(const std::string& dir) {
-  save_full_tp_checkpoint(dir, *group_, shards_, parameters_, optimizer_->state(), writes_checkpoint());
-  checkpoint_barrier();
+  save_tp_checkpoint(dir, *group_, shards_, parameters_, optimizer_->state(), group_->rank(), true, *config_);
 }
 
 void TpStrategy::load_state(const std::string& dir) {
-  // Any checkpoint (single-device format or FSDP shards), read as rows of the full tensors.
+  // Any checkpoint (single-device format, FSDP, TP or 2D shards), read as this rank's slices.
   load_tp_checkpoint(dir, shards_, parameters_, optimizer_->state());
 }
 

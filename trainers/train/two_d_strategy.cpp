@@ -47,17 +47,39 @@ class TwoDFsdpStrategy : public FsdpStrategy {
     mesh_ = make_mesh(c);
     setup_on(c, *mesh_.dp, split_over(mesh_.tp));
     shards_ = models::parameter_shards(*model_);
+    NamedTensors local;  // skeleton tensors: shapes only
+    for (auto& item : model_->named_parameters()) local.emplace_back(item.key(), item.value());
+    full_shapes_ = full_shapes(local, shards_);
   }
 
   NamedTensors full_parameters() override {
     return full_tp_parameters(*mesh_.tp, shards_, FsdpStrategy::full_parameters());
   }
 
-  void save_state(const std::string&) override {
-    throw UsageError("--strategy 2d (FSDP) cannot write checkpoints yet: run without -e, or with --dp-replicate");
+  void save_state(const std::string& dir) override {
+    // Each rank's FSDP rows of its TP slices, as blocks of the full tensors; the replicated
+    // parameters' rows by TP rank 0 of each dp rank.
+    TpCheckpointWriter writer;
+    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+      if (!shards_.count(p.name) && mesh_.tp->rank() != 0) return;
+      auto s = optimizer_->state().find(p.name);
+      writer.add(shards_, p.name, p.shape, begin, end, unit.owned_rows(i),
+                 s == optimizer_->state().end() ? nullptr : &s->second);
+    });
+    writer.write(dir, *mesh_.world, full_shapes_, *config_);
   }
-  void load_state(const std::string&) override {
-    throw UsageError("--strategy 2d (FSDP) cannot resume checkpoints yet: run without -e, or with --dp-replicate");
+
+  void load_state(const std::string& dir) override {
+    // Any checkpoint, read as this rank's rows of its TP slices.
+    auto reader = CheckpointRows::open(dir, full_shapes_);
+    std::map<std::string, AdamWState> state;
+    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+      torch::Tensor rows = unit.owned_rows(i);
+      LocalRows read = read_tp_rows(*reader, p.name, shards_, begin, end, rows);
+      rows.copy_(read.values);
+      if (read.state) state[p.name] = std::move(*read.state);
+    });
+    optimizer_->state() = std::move(state);
   }
 
  protected:
@@ -75,6 +97,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
  private:
   MeshGroups mesh_;
   models::ParameterShards shards_;
+  ParameterShapes full_shapes_;
 };
 
 // TP slices replicated over dp by DDP.
@@ -82,6 +105,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
  public:
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
+    config_ = &c.model;
     setup_on(c, *mesh_.dp, split_over(mesh_.tp));
     shards_ = models::parameter_shards(*model_);
   }
@@ -89,8 +113,9 @@ class TwoDReplicateStrategy : public DdpStrategy {
   NamedTensors full_parameters() override { return full_tp_parameters(*mesh_.tp, shards_, parameters_); }
 
   void save_state(const std::string& dir) override {
-    save_full_tp_checkpoint(dir, *mesh_.tp, shards_, parameters_, optimizer_->state(), writes_checkpoint());
-    checkpoint_barrier();
+    // The dp ranks hold the same slices: those of dp rank 0 write them.
+    save_tp_checkpoint(dir, *mesh_.world, shards_, parameters_, optimizer_->state(), mesh_.tp->rank(),
+                       mesh_.dp->rank() == 0, *config_);
   }
   void load_state(const std::string& dir) override { load_tp_checkpoint(dir, shards_, parameters_, optimizer_->state()); }
 
@@ -101,12 +126,11 @@ class TwoDReplicateStrategy : public DdpStrategy {
     for (const auto& [name, p] : parameters_) grads.emplace_back(name, p.grad());
     return sharded_grad_norm_sq(grads, shards_, mesh_.tp->rank(), *mesh_.tp);
   }
-  bool writes_checkpoint() const override { return mesh_.world->rank() == 0; }
-  void checkpoint_barrier() override { barrier(*mesh_.world).wait(); }
 
  private:
   MeshGroups mesh_;
   models::ParameterShards shards_;
+  const models::ModelConfig* config_ = nullptr;
 };
 
 }  // namespace
