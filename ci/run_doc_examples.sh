@@ -79,6 +79,13 @@ full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp --max-steps 20
 skip Llama 3.2 1B at TP 4: hours on a CPU	ddx launch -np 4 -- ddx train --strategy tp --tp 4 --sequence-parallel -m llama-3.2-1b -e run1
 full	ddx parity --strategies tp,tp-sp,tp-accum2,fsdp --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
 skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp --max-steps 20
+full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 --dp-replicate -m debug-tp --max-steps 20
+full	ddx parity --strategies 2d,2d-replicate --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies 2d --world-sizes 4 --steps 6 --no-determinism --uneven-tokens
+full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp -b 4 -e twod --max-steps 6 --ckpt-freq 3
+full	ls outputs/twod/checkpoints/step_000000006
+full	ddx checkpoint consolidate outputs/twod/checkpoints/step_000000006 -o twod-hf
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going

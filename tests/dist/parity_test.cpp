@@ -62,6 +62,14 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
       EXPECT_EQ((*r)["steps"].get<int>(), 20);
     }
   }
+  // 2D needs two ranks on each mesh dimension: 4 ranks as 2 x 2, no run at 2.
+  for (const char* name : {"2d", "2d-replicate"}) {
+    const auto* r = find_run(o.report, name, 4);
+    ASSERT_NE(r, nullptr) << name;
+    EXPECT_EQ((*r)["verdict"], "PASS") << r->dump();
+    EXPECT_LE((*r)["max_rel_loss_diff"].get<double>(), 1e-5);
+    EXPECT_EQ(find_run(o.report, name, 2), nullptr) << name;
+  }
   const auto* det = find_run(o.report, "determinism", 1);
   ASSERT_NE(det, nullptr);
   EXPECT_EQ((*det)["verdict"], "PASS");

@@ -149,11 +149,16 @@ std::shared_ptr<CausalLM> build_model(const ModelConfig& config, uint64_t seed, 
   return model;
 }
 
-std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device, torch::Dtype dtype) {
+std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device, torch::Dtype dtype,
+                                               const TensorParallel& tp) {
   validate(config);
   const auto options = torch::TensorOptions().dtype(dtype).device(device);
   detail::SkeletonScope skeleton;
-  return make_model(config, {}, options);
+  return make_model(config, tp, options);
+}
+
+std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device, torch::Dtype dtype) {
+  return build_model_skeleton(config, device, dtype, TensorParallel{});
 }
 
 LossSum CausalLM::loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const {

@@ -96,6 +96,11 @@ struct VocabParallelEmbedding : torch::nn::Module, ShardedModule {
   TensorParallel tp;
 };
 
+// build_model_skeleton() of a tensor-parallel model: every parameter at its slice's shape
+// (2D shards each slice with FSDP).
+std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch::Device device, torch::Dtype dtype,
+                                               const TensorParallel& tp);
+
 // causal_lm_loss_sum() from this rank's vocabulary slice `vocab` of the logits [B, T, V/N],
 // never materialising the full logits: the max, and then the target logit and the sum of
 // exponentials, are reduced over the TP group (one MAX and one SUM all-reduce); backward needs

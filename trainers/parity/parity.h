@@ -42,6 +42,13 @@ struct Variant {
   // A model preset this variant needs instead of the suite's --model (TP needs head counts the
   // world sizes divide); it is compared with its own single-device baseline of that model.
   std::string model;
+  // 2D: ranks per tensor-parallel group (--tp); the data-parallel size is world / tp, and the
+  // variant runs only at world sizes that give both dimensions at least 2 ranks. 0: not 2D.
+  int tp = 0;
+
+  // Ranks that split the global batch at world size n.
+  int dp_size(int n) const { return !data_parallel ? 1 : tp > 0 ? n / tp : n; }
+  bool runs_at(int n) const { return tp == 0 || (n % tp == 0 && n / tp >= 2); }
 };
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.

@@ -28,6 +28,10 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "tp", "--sequence-parallel"}, 1, false, "debug-tp"},
       {"tp-accum2", "tensor parallel with 2 accumulation micro-steps",
        {"--strategy", "tp"}, 2, false, "debug-tp"},
+      {"2d", "2D: tensor parallel over 2 consecutive ranks x FSDP over the rest (world 4: 2 x 2)",
+       {"--strategy", "2d", "--tp", "2"}, 1, true, "debug-tp", 2},
+      {"2d-replicate", "2D with DDP instead of FSDP on the data-parallel dimension (--dp-replicate)",
+       {"--strategy", "2d", "--tp", "2", "--dp-replicate"}, 1, true, "debug-tp", 2},
   };
   return variants;
 }

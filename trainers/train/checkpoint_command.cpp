@@ -1,4 +1,4 @@
-// `ddx checkpoint consolidate`: a sharded (FSDP) checkpoint -> one full Hugging Face-style
+// `ddx checkpoint consolidate`: a sharded (FSDP, TP or 2D) checkpoint -> one full Hugging Face-style
 // model (config.json + model.safetensors) that `ddx train --init-from`, transformers or any
 // safetensors reader loads. Runs on one process; reads each shard by byte range.
 #include <filesystem>
@@ -28,7 +28,7 @@ int consolidate(const ConsolidateOptions& o) {
   if (!fs::is_directory(o.checkpoint)) throw UsageError("checkpoint " + o.checkpoint + " is not a folder");
   const fs::path config_path = fs::path(o.checkpoint) / "config.json";
   if (!fs::exists(config_path))
-    throw UsageError("checkpoint " + o.checkpoint + " has no config.json (not written by ddx train --strategy fsdp?)");
+    throw UsageError("checkpoint " + o.checkpoint + " has no config.json (not written by ddx train --strategy fsdp, tp or 2d?)");
   const models::ModelConfig config = models::model_config_from_hf_json(config_path.string());
   auto reader = train::CheckpointRows::open(o.checkpoint, {}, /*verify_checksums=*/true);
 
@@ -64,7 +64,7 @@ Subcommand add_checkpoint_command(CLI::App& app) {
   auto options = std::make_shared<ConsolidateOptions>();
   CLI::App* cmd = group->add_subcommand(
       "consolidate",
-      "Turn a sharded FSDP checkpoint (at any world size) into one Hugging Face-style model folder\n"
+      "Turn a sharded FSDP, TP or 2D checkpoint (at any world size) into one Hugging Face-style model folder\n"
       "  ddx checkpoint consolidate outputs/run1/checkpoints/step_000000500 -o gpt2-step500");
   cmd->add_option("checkpoint", options->checkpoint, "Checkpoint folder (holds fsdp_index.json)")->required();
   cmd->add_option("-o,--out", options->out, "Output folder for config.json and model.safetensors")->required();

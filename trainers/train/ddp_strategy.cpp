@@ -50,9 +50,11 @@ void unflatten_into(const torch::Tensor& flat, std::vector<torch::Tensor>& ts) {
 
 }  // namespace
 
-void DdpStrategy::setup(const StrategyContext& c) {
-  ReplicatedStrategy::setup(c);
-  group_ = &c.world.world();
+void DdpStrategy::setup(const StrategyContext& c) { setup_on(c, c.world.world(), {}); }
+
+void DdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split) {
+  build(c, split);
+  group_ = &group;
   grad_as_bucket_view_ = c.options.grad_as_bucket_view;
   zero1_ = c.options.zero1;
   first_cap_bytes_ = megabytes_to_bytes(c.options.first_bucket_mb);
@@ -130,7 +132,7 @@ double DdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale,
   {
     PhaseTimer t(times.forward, device_);
     torch::Tensor logits = model_->forward(batch.inputs);
-    loss = models::causal_lm_loss_sum(logits, batch.labels);
+    loss = model_->loss_sum(logits, batch.labels);  // vocab-parallel under 2D
   }
   // no_sync for every micro-step but the last: gradients accumulate locally and the last
   // backward reduces the accumulated sum.

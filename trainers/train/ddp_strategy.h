@@ -37,6 +37,10 @@ class DdpStrategy : public ReplicatedStrategy {
   void gradient_ready(int param);
 
  protected:
+  // setup() over `group` (the world, or 2D's data-parallel dimension) for a model split over a
+  // tensor-parallel group (or not: `split` without a group): each rank's TP slices are
+  // replicated over `group` and their gradients all-reduced in it.
+  void setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split);
   void apply_updates(double lr) override;
   void zero_gradients() override;
   bool writes_checkpoint() const override { return group_->rank() == 0; }

@@ -22,7 +22,34 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "ddx-fsdp-shards";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;  // 1: whole-row pieces only (FSDP); 2: blocks at any offset (TP, 2D)
+
+// A piece's key in its shard file: the parameter name, or for a block name@o0,o1,...
+std::string piece_key(const ShardEntry& e) {
+  if (e.offset.empty()) return e.name;
+  std::string key = e.name + "@";
+  for (size_t d = 0; d < e.offset.size(); ++d) key += (d ? "," : "") + std::to_string(e.offset[d]);
+  return key;
+}
+
+void write_index(const std::string& dir, int world_size, const json& parameters, int version,
+                 const models::ModelConfig& config) {
+  json files = json::object();
+  for (int r = 0; r < world_size; ++r) {
+    const std::string name = shard_file_name(r, world_size);
+    files[name] = file_checksum((fs::path(dir) / name).string());
+  }
+  json index = {{"format", kFormat}, {"version", version}, {"world_size", world_size}, {"model", config.name},
+                {"parameters", parameters}, {"files", files}};
+  write_file_atomically((fs::path(dir) / kShardIndexFile).string(), index.dump(1) + "\n");
+  write_file_atomically((fs::path(dir) / "config.json").string(), models::to_hf_config_json(config));
+}
+
+int64_t volume(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
 
 }  // namespace
 
@@ -36,11 +63,12 @@ void write_shard_file(const std::string& dir, int rank, int world_size, const st
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const ShardEntry& e : entries) {
     if (e.row_end == e.row_begin) continue;  // a rank past the end of a short dim 0 owns nothing
-    tensors.emplace_back(e.name, e.rows);
+    const std::string key = piece_key(e);
+    tensors.emplace_back(key, e.rows);
     if (e.state != nullptr && e.state->step > 0) {
-      tensors.emplace_back(e.name + ".exp_avg", e.state->exp_avg);
-      tensors.emplace_back(e.name + ".exp_avg_sq", e.state->exp_avg_sq);
-      tensors.emplace_back(e.name + ".step", torch::scalar_tensor(e.state->step, torch::kInt64));
+      tensors.emplace_back(key + ".exp_avg", e.state->exp_avg);
+      tensors.emplace_back(key + ".exp_avg_sq", e.state->exp_avg_sq);
+      tensors.emplace_back(key + ".step", torch::scalar_tensor(e.state->step, torch::kInt64));
     }
   }
   models::write_safetensors((fs::path(dir) / shard_file_name(rank, world_size)).string(), tensors,
@@ -59,15 +87,35 @@ void write_shard_index(const std::string& dir, int world_size, const std::vector
     }
     parameters.push_back({{"name", e.name}, {"shape", e.shape}, {"shards", shards}});
   }
-  json files = json::object();
+  write_index(dir, world_size, parameters, 1, config);
+}
+
+void write_piece_index(const std::string& dir, int world_size, const ParameterShapes& shapes,
+                       const models::ModelConfig& config) {
+  // Every piece a file holds, from its keys: name@offsets, shape from the header.
+  std::map<std::string, std::vector<json>> pieces;
   for (int r = 0; r < world_size; ++r) {
-    const std::string name = shard_file_name(r, world_size);
-    files[name] = file_checksum((fs::path(dir) / name).string());
+    const std::string file = shard_file_name(r, world_size);
+    for (const auto& [key, info] : models::read_safetensors_index((fs::path(dir) / file).string())) {
+      // name@o0,o1,... ; the optimizer state's keys (…,o1.exp_avg) are not pieces.
+      const size_t at = key.find('@');
+      if (at == std::string::npos) continue;
+      const std::string offsets = key.substr(at + 1);
+      if (offsets.empty() || offsets.find_first_not_of("0123456789,") != std::string::npos) continue;
+      std::vector<int64_t> offset;
+      for (size_t begin = 0; begin <= offsets.size();) {
+        const size_t end = std::min(offsets.find(',', begin), offsets.size());
+        offset.push_back(std::stoll(offsets.substr(begin, end - begin)));
+        begin = end + 1;
+      }
+      pieces[key.substr(0, at)].push_back({{"file", file}, {"tensor", key}, {"offset", offset}, {"shape", info.shape}});
+    }
   }
-  json index = {{"format", kFormat}, {"version", kVersion}, {"world_size", world_size}, {"model", config.name},
-                {"parameters", parameters}, {"files", files}};
-  write_file_atomically((fs::path(dir) / kShardIndexFile).string(), index.dump(1) + "\n");
-  write_file_atomically((fs::path(dir) / "config.json").string(), models::to_hf_config_json(config));
+  json parameters = json::array();
+  for (const auto& [name, shape] : shapes) {
+    parameters.push_back({{"name", name}, {"shape", shape}, {"shards", pieces[name]}});
+  }
+  write_index(dir, world_size, parameters, 2, config);
 }
 
 bool is_sharded_checkpoint(const std::string& dir) { return fs::exists(fs::path(dir) / kShardIndexFile); }
@@ -96,15 +144,42 @@ std::unique_ptr<CheckpointRows> CheckpointRows::open(const std::string& dir, con
         const auto shape = p.at("shape").get<std::vector<int64_t>>();
         if (shape.empty()) throw bad("gives parameter '" + name + "' no dimensions");
         reader->parameters_.emplace_back(name, shape);
-        int64_t covered = 0;
+        std::vector<Piece>& pieces = reader->pieces_[name];
         for (const auto& s : p.at("shards")) {
-          Piece piece{s.at("file").get<std::string>(), s.at("rows").at(0).get<int64_t>(), s.at("rows").at(1).get<int64_t>()};
-          if (piece.row_begin != covered || piece.row_end <= piece.row_begin || piece.row_end > shape[0])
-            throw bad("gives parameter '" + name + "' overlapping or out-of-range shard rows");
-          covered = piece.row_end;
-          reader->pieces_[name].push_back(piece);
+          Piece piece{s.at("file").get<std::string>(), s.value("tensor", name), {}, {}};
+          if (s.contains("offset")) {
+            piece.offset = s.at("offset").get<std::vector<int64_t>>();
+            piece.shape = s.at("shape").get<std::vector<int64_t>>();
+          } else {
+            const int64_t b = s.at("rows").at(0).get<int64_t>(), e = s.at("rows").at(1).get<int64_t>();
+            piece.offset.assign(shape.size(), 0);
+            piece.offset[0] = b;
+            piece.shape = shape;
+            piece.shape[0] = e - b;
+          }
+          bool inside = piece.offset.size() == shape.size() && piece.shape.size() == shape.size();
+          for (size_t d = 0; inside && d < shape.size(); ++d) {
+            inside = piece.offset[d] >= 0 && piece.shape[d] > 0 && piece.offset[d] + piece.shape[d] <= shape[d];
+          }
+          if (!inside) throw bad("gives parameter '" + name + "' overlapping or out-of-range shard rows");
+          pieces.push_back(std::move(piece));
         }
-        if (covered != shape[0]) throw bad("leaves rows of parameter '" + name + "' in no shard");
+        // Disjoint pieces whose volumes add up to the tensor's cover it exactly. Sorted by first
+        // row, a piece can only overlap those that start before it ends.
+        std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.offset < b.offset; });
+        int64_t covered = 0;
+        for (size_t i = 0; i < pieces.size(); ++i) {
+          covered += volume(pieces[i].shape);
+          for (size_t j = i + 1; j < pieces.size() && pieces[j].offset[0] < pieces[i].offset[0] + pieces[i].shape[0]; ++j) {
+            bool overlap = true;
+            for (size_t d = 0; overlap && d < shape.size(); ++d) {
+              overlap = pieces[j].offset[d] < pieces[i].offset[d] + pieces[i].shape[d] &&
+                        pieces[i].offset[d] < pieces[j].offset[d] + pieces[j].shape[d];
+            }
+            if (overlap) throw bad("gives parameter '" + name + "' overlapping or out-of-range shard rows");
+          }
+        }
+        if (covered != volume(shape)) throw bad("leaves rows of parameter '" + name + "' in no shard");
       }
       for (const auto& [file, checksum] : index.at("files").items()) {
         const fs::path path = fs::path(dir) / file;
@@ -122,7 +197,7 @@ std::unique_ptr<CheckpointRows> CheckpointRows::open(const std::string& dir, con
     for (const auto& [name, info] : reader->files_[model_file]) {
       if (info.shape.empty()) throw UsageError("checkpoint " + dir + ": tensor '" + name + "' is a scalar");
       reader->parameters_.emplace_back(name, info.shape);
-      reader->pieces_[name].push_back({model_file, 0, info.shape[0]});
+      reader->pieces_[name].push_back({model_file, name, std::vector<int64_t>(info.shape.size(), 0), info.shape});
     }
     if (fs::exists(fs::path(dir) / "optimizer.safetensors")) reader->optimizer_file_ = "optimizer.safetensors";
   } else {
@@ -165,19 +240,26 @@ torch::Tensor CheckpointRows::assemble(const std::string& name, const std::strin
   if (pieces == pieces_.end()) throw UsageError("checkpoint " + dir_ + " has no tensor '" + name + "'");
   torch::Tensor out;
   for (const Piece& piece : pieces->second) {
-    const int64_t b = std::max(begin, piece.row_begin), e = std::min(end, piece.row_end);
+    const int64_t first = piece.offset[0];
+    const int64_t b = std::max(begin, first), e = std::min(end, first + piece.shape[0]);
     if (b >= e) continue;
     // Unsharded checkpoints keep the optimizer state in a file of its own.
     const std::string file = (!sharded_ && !suffix.empty()) ? optimizer_file_ : piece.file;
-    const models::TensorInfo* info = file.empty() ? nullptr : find(file, name + suffix);
+    const models::TensorInfo* info = file.empty() ? nullptr : find(file, piece.tensor + suffix);
     if (info == nullptr) return {};
-    torch::Tensor part = models::read_tensor_rows(*info, b - piece.row_begin, e - piece.row_begin);
+    torch::Tensor part = models::read_tensor_rows(*info, b - first, e - first);
     if (!out.defined()) {
       std::vector<int64_t> shape = part.sizes().vec();
+      for (const auto& [n, full] : parameters_) {
+        if (n == name) shape = full;
+      }
       shape[0] = end - begin;
       out = torch::empty(shape, part.options());
     }
-    out.narrow(0, b - begin, e - b).copy_(part);
+    // The piece's block of these rows (whole rows for FSDP pieces).
+    torch::Tensor block = out.narrow(0, b - begin, e - b);
+    for (size_t d = 1; d < piece.offset.size(); ++d) block = block.narrow(static_cast<int64_t>(d), piece.offset[d], piece.shape[d]);
+    block.copy_(part);
   }
   return out;
 }
@@ -198,8 +280,8 @@ std::optional<AdamWState> CheckpointRows::optimizer_rows(const std::string& name
   s.exp_avg = s.exp_avg.to(like.device(), like.scalar_type());
   s.exp_avg_sq = s.exp_avg_sq.to(like.device(), like.scalar_type());
   for (const Piece& piece : pieces_.at(name)) {
-    if (std::max(begin, piece.row_begin) >= std::min(end, piece.row_end)) continue;
-    const models::TensorInfo* step = find(sharded_ ? piece.file : optimizer_file_, name + ".step");
+    if (std::max(begin, piece.offset[0]) >= std::min(end, piece.offset[0] + piece.shape[0])) continue;
+    const models::TensorInfo* step = find(sharded_ ? piece.file : optimizer_file_, piece.tensor + ".step");
     if (step == nullptr) throw UsageError("checkpoint " + dir_ + " has optimizer state but no step for '" + name + "'");
     s.step = models::read_tensor(*step).item<int64_t>();
     break;

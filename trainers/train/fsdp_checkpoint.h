@@ -1,11 +1,16 @@
 #pragma once
-// Sharded checkpoints (FSDP). A checkpoint folder holds:
+// Sharded checkpoints (FSDP, TP, 2D). A checkpoint folder holds:
 //
-//   shard-<r>-of-<W>.safetensors  rank r's rows of every parameter it owns: <name> (rows
-//                                 [row_begin, row_end) of dim 0), and, once the optimizer has
-//                                 state, <name>.exp_avg, <name>.exp_avg_sq, <name>.step
+//   shard-<r>-of-<W>.safetensors  rank r's pieces of every parameter it owns: <name> (FSDP:
+//                                 rows [row_begin, row_end) of dim 0) or <name>@<o0>,<o1>,...
+//                                 (TP and 2D: a block of the full tensor at that global offset
+//                                 along every dimension, e.g. a column slice of some rows), and,
+//                                 once the optimizer has state, the same key + .exp_avg,
+//                                 .exp_avg_sq, .step
 //   fsdp_index.json               format, world size, each parameter's full shape and which
-//                                 file holds which rows, and a checksum of every shard file
+//                                 file holds which piece (version 1: "rows" only; version 2 adds
+//                                 pieces with "tensor", "offset" and "shape"), and a checksum
+//                                 of every shard file
 //   config.json                   the model (Hugging Face config), so that
 //                                 `ddx checkpoint consolidate` needs nothing but the folder
 //
@@ -36,6 +41,9 @@ struct ShardEntry {
   int64_t row_begin = 0, row_end = 0;
   torch::Tensor rows;             // [row_end - row_begin, ...]
   const AdamWState* state = nullptr;
+  // A piece that is not whole rows (TP, 2D): its global offset along every dimension (rows is
+  // then the block at that offset). Empty: rows [row_begin, row_end) of every column.
+  std::vector<int64_t> offset;
 };
 
 std::string shard_file_name(int rank, int world_size);
@@ -47,9 +55,13 @@ void write_shard_file(const std::string& dir, int rank, int world_size, const st
 void write_shard_index(const std::string& dir, int world_size, const std::vector<ShardEntry>& entries,
                        const models::ModelConfig& config);
 
-bool is_sharded_checkpoint(const std::string& dir);
-
+// Rank 0, after every rank's file of pieces (entries with an offset) is complete: the index,
+// built from the files' tensors, and config.json. `shapes` lists every parameter's full shape.
 using ParameterShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+void write_piece_index(const std::string& dir, int world_size, const ParameterShapes& shapes,
+                       const models::ModelConfig& config);
+
+bool is_sharded_checkpoint(const std::string& dir);
 
 class CheckpointRows {
  public:
@@ -74,7 +86,8 @@ class CheckpointRows {
  private:
   struct Piece {
     std::string file;
-    int64_t row_begin = 0, row_end = 0;
+    std::string tensor;                  // its key in the file
+    std::vector<int64_t> offset, shape;  // the block of the full tensor it holds
   };
   const models::TensorInfo* find(const std::string& file, const std::string& tensor) const;
   torch::Tensor assemble(const std::string& name, const std::string& suffix, int64_t begin, int64_t end) const;

@@ -8,6 +8,7 @@
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "models/hf_checkpoint.h"
+#include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/phase_timer.h"
 
@@ -40,8 +41,10 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 }  // namespace
 
-void FsdpStrategy::setup(const StrategyContext& c) {
-  group_ = &c.world.world();
+void FsdpStrategy::setup(const StrategyContext& c) { setup_on(c, c.world.world(), {}); }
+
+void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split) {
+  group_ = &group;
   device_ = c.device;
   config_ = &c.model;
   prefetch_ = static_cast<int>(c.options.prefetch);
@@ -55,9 +58,9 @@ void FsdpStrategy::setup(const StrategyContext& c) {
 
   // No rank ever holds the whole model: the skeleton has shapes but no bytes, and each rank
   // creates only its own rows below.
-  model_ = models::build_model_skeleton(c.model, c.device, precision.param);
+  model_ = models::build_model_skeleton(c.model, c.device, precision.param, split);
   build_units(c, devices, precision);
-  initialise_shards(c);
+  initialise_shards(c, split);
 
   for (int64_t i = 0; i < c.model.num_layers; ++i) {
     block_functions_.push_back([this, i](const torch::Tensor& x) { return model_->block(i, x); });
@@ -153,7 +156,20 @@ void FsdpStrategy::for_each_owned(const OwnedRowsFunction& fn) {
   }
 }
 
-void FsdpStrategy::initialise_shards(const StrategyContext& c) {
+void FsdpStrategy::initialise_shards(const StrategyContext& c, const models::TensorParallel& split) {
+  if (split.group != nullptr) {
+    // A TP slice's rows are not rows of the full tensor (column slices, c_attn's three head
+    // ranges): build this rank's slices as TP does, keep this rank's rows of them. The slice
+    // (1/TP of the model) lives only during setup.
+    std::shared_ptr<models::CausalLM> slices = models::build_model(c.model, c.options.seed, torch::kCPU, torch::kFloat32, split);
+    if (!c.options.init_from.empty()) models::load_hf_weights(*slices, c.options.init_from);
+    std::map<std::string, torch::Tensor> by_name;
+    for (auto& item : slices->named_parameters()) by_name[item.key()] = item.value();
+    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+      unit.owned_rows(i).copy_(by_name.at(p.name).narrow(0, begin, end - begin));
+    });
+    return;
+  }
   std::map<std::string, models::HfSource> sources;
   // Headers only; each rank then reads the byte ranges of its own rows.
   if (!c.options.init_from.empty()) sources = models::match_hf_tensors(c.model, parameter_shapes(), c.options.init_from);
@@ -227,7 +243,7 @@ double FsdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale
       });
     }
     torch::Tensor logits = run_unit(head_, [&] { return model_->head(h); });
-    loss = models::causal_lm_loss_sum(logits, batch.labels);
+    loss = model_->loss_sum(logits, batch.labels);  // vocab-parallel under 2D
   }
   {
     PhaseTimer t(times.backward, device_);
@@ -283,8 +299,8 @@ void FsdpStrategy::finish_pending_reduce_scatters() {
   note_memory();
 }
 
-double FsdpStrategy::optimizer_step(double lr, double max_grad_norm) {
-  // The global norm: local shards' squares summed over the group (padding rows are zero).
+double FsdpStrategy::grad_norm_sq() {
+  // Local shards' squares summed over the group (padding rows are zero).
   double local = 0;
   for (const auto& unit : units_) {
     if (!unit->flat_shard_grad().defined()) continue;
@@ -293,7 +309,11 @@ double FsdpStrategy::optimizer_step(double lr, double max_grad_norm) {
   }
   auto total = torch::tensor({local}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   all_reduce(*group_, total).wait();
-  const double norm = std::sqrt(total.item<double>());
+  return total.item<double>();
+}
+
+double FsdpStrategy::optimizer_step(double lr, double max_grad_norm) {
+  const double norm = std::sqrt(grad_norm_sq());
   torch::NoGradGuard no_grad;
   if (max_grad_norm > 0) {
     const double coef = max_grad_norm / (norm + 1e-6);

@@ -55,34 +55,43 @@ class FsdpStrategy : public Strategy {
   void before_unit_backward(int unit);
   void gradient_ready(int unit, int param);
 
- private:
-  void build_units(const StrategyContext& c, const FsdpDevices& devices, const FsdpPrecision& precision);
-  void initialise_shards(const StrategyContext& c);
-  ParameterShapes parameter_shapes() const;
+ protected:
+  // setup() over `group` (the world, or 2D's data-parallel dimension) for a model split over a
+  // tensor-parallel group (or not: `split` without a group). Each unit then shards this rank's
+  // TP slices along dim 0.
+  void setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split);
+  // Global squared gradient norm from the sharded gradients (all-reduced over the group).
+  virtual double grad_norm_sq();
   // Calls fn(unit, index in unit, parameter, row_begin, row_end) for every parameter this rank
   // owns rows of, under no-grad.
   using OwnedRowsFunction = std::function<void(FsdpUnit&, size_t, const ShardedParameter&, int64_t, int64_t)>;
   void for_each_owned(const OwnedRowsFunction& fn);
+  std::vector<ShardEntry> shard_entries();
+
+  Group* group_ = nullptr;
+  std::shared_ptr<models::CausalLM> model_;  // skeleton: parameters live in the units
+  std::vector<std::unique_ptr<FsdpUnit>> units_;
+  std::unique_ptr<AdamW> optimizer_;
+  const models::ModelConfig* config_ = nullptr;
+
+ private:
+  void build_units(const StrategyContext& c, const FsdpDevices& devices, const FsdpPrecision& precision);
+  void initialise_shards(const StrategyContext& c, const models::TensorParallel& split);
+  ParameterShapes parameter_shapes() const;
   torch::Tensor run_unit(int unit, const std::function<torch::Tensor()>& forward);
   void ensure_gathered(int unit);
   void prefetch(int position, int direction);
   void after_unit_backward(int unit);
   void finish_pending_reduce_scatters();
   void note_memory();
-  std::vector<ShardEntry> shard_entries();
 
-  Group* group_ = nullptr;
   torch::Device device_ = torch::kCPU;
-  const models::ModelConfig* config_ = nullptr;
-  std::shared_ptr<models::CausalLM> model_;  // skeleton: parameters live in the units
-  std::vector<std::unique_ptr<FsdpUnit>> units_;
   std::vector<bool> reshard_after_forward_;
   int root_ = -1, embeddings_ = -1, head_ = -1;
   std::vector<int> blocks_;  // unit of block i
   int prefetch_ = 1;
   bool checkpoint_activations_ = false;
   std::vector<BlockFunction> block_functions_;  // for activation checkpointing
-  std::unique_ptr<AdamW> optimizer_;
 
   // Backward bookkeeping.
   bool sync_ = true;

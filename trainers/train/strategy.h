@@ -86,7 +86,8 @@ class Strategy {
   virtual std::map<std::string, double> step_stats() const { return {}; }
 };
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// The options may choose between variants of one strategy (2d over FSDP or DDP).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const TrainOptions& options);
 // Throws UsageError listing the strategies when `name` is not one of them.
 void check_strategy_name(const std::string& name);
 // "single, ddp, ..." for help texts and errors.

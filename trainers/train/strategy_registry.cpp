@@ -7,25 +7,28 @@
 #include "train/fsdp_strategy.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_strategy.h"
+#include "train/two_d_strategy.h"
 
 namespace ddx::train {
 namespace {
 
 struct Entry {
   const char* description;
-  std::function<std::unique_ptr<Strategy>()> make;
+  std::function<std::unique_ptr<Strategy>(const TrainOptions&)> make;
 };
 
 const std::map<std::string, Entry>& registry() {
   static const std::map<std::string, Entry> entries = {
       {"single", {"one rank holds everything (the baseline every strategy is checked against)",
-                  [] { return std::make_unique<ReplicatedStrategy>(); }}},
+                  [](const TrainOptions&) { return std::make_unique<ReplicatedStrategy>(); }}},
       {"ddp", {"data parallel: bucketed all-reduce overlapped with backward (--zero1 shards the optimizer)",
-               [] { return std::make_unique<DdpStrategy>(); }}},
+               [](const TrainOptions&) { return std::make_unique<DdpStrategy>(); }}},
       {"fsdp", {"fully sharded data parallel: parameters, gradients and optimizer state sharded per parameter along dim 0",
-                [] { return std::make_unique<FsdpStrategy>(); }}},
+                [](const TrainOptions&) { return std::make_unique<FsdpStrategy>(); }}},
       {"tp", {"tensor parallel (Megatron layout): heads, MLP width and vocabulary split over --tp ranks (--sequence-parallel)",
-              [] { return std::make_unique<TpStrategy>(); }}},
+              [](const TrainOptions&) { return std::make_unique<TpStrategy>(); }}},
+      {"2d", {"tensor parallel over --tp consecutive ranks x FSDP over the rest (--dp-replicate: DDP instead)",
+              [](const TrainOptions& o) { return make_two_d_strategy(o); }}},
   };
   return entries;
 }
@@ -36,9 +39,9 @@ void check_strategy_name(const std::string& name) {
   if (registry().count(name) == 0) throw UsageError("--strategy " + name + " is not one of: " + strategy_names());
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const TrainOptions& options) {
   check_strategy_name(name);
-  return registry().at(name).make();
+  return registry().at(name).make(options);
 }
 
 std::string strategy_names() {

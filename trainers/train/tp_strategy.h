@@ -10,9 +10,10 @@
 //  - clipping: the global norm counts each shard once and each replicated parameter once;
 //  - AdamW updates each rank's slices (element-wise: bit-identical to the same slices of the
 //    single-device update);
-//  - checkpoints: full tensors, assembled over the group and written by rank 0 in the
-//    single-device format, so they resume here and load under any other strategy (and any
-//    checkpoint loads here: each rank reads its slices).
+//  - checkpoints: sharded (fsdp_checkpoint.h, index version 2): each rank writes the blocks of
+//    the full tensors it holds (rank 0 the replicated parameters) and rank 0 an index of their
+//    global offsets, so nothing is gathered; they resume here and load under any other
+//    strategy and world size (and any checkpoint loads here: each rank reads its slices).
 #include <string>
 
 #include "models/tensor_parallel.h"
@@ -34,13 +35,10 @@ class TpStrategy : public ReplicatedStrategy {
   void checkpoint_barrier() override;
 
  private:
-  // The full tensor of `local` (a parameter, or optimizer state shaped like it); collective
-  // over the group for sharded parameters.
-  torch::Tensor full_tensor(const std::string& name, const torch::Tensor& local);
-
   Group* group_ = nullptr;
   bool sequence_parallel_ = false;
   models::ParameterShards shards_;
+  const models::ModelConfig* config_ = nullptr;
 };
 
 }  // namespace ddx::train

@@ -88,11 +88,13 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
   auto* tp = "Tensor parallel (tp)";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (default: the world size)")
+  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
   cmd.add_flag("--sequence-parallel", o.sequence_parallel,
                "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
                "each tensor-parallel region instead of all-reduces")->group(tp);
+  cmd.add_flag("--dp-replicate", o.dp_replicate,
+               "2d: replicate each TP slice over the data-parallel ranks (DDP) instead of sharding it (FSDP)")->group(tp);
 }
 
 namespace {
@@ -117,8 +119,9 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--mp-reduce-dtype", {"fsdp"}},
       {"--cpu-offload", {"fsdp"}},
       {"--checkpoint-activations", {"fsdp"}},
-      {"--tp", {"tp"}},
+      {"--tp", {"tp", "2d"}},
       {"--sequence-parallel", {"tp"}},
+      {"--dp-replicate", {"2d"}},
   };
   return table;
 }

@@ -57,6 +57,7 @@ struct TrainOptions {
   bool checkpoint_activations = false; // FSDP: recompute each block in backward
   int64_t tp = 0;                      // TP: tensor-parallel ranks (0: the world size)
   bool sequence_parallel = false;      // TP: norms and residuals on sequence slices
+  bool dp_replicate = false;           // 2D: DDP on the data-parallel dimension instead of FSDP
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }

@@ -203,7 +203,7 @@ int run_training(TrainOptions o) {
 
   models::ModelConfig model = models::resolve_model_config(o.model);
   models::validate(model);
-  auto strategy = make_strategy(o.strategy);
+  auto strategy = make_strategy(o.strategy, o);
   auto tokenizer = data::load_tokenizer(o.tokenizer);
   if (tokenizer->vocab_size() > model.vocab_size) {
     throw UsageError("tokenizer " + o.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +

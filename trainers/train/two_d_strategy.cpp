@@ -1,0 +1,143 @@
+#include "train/two_d_strategy.h"
+
+#include "ddx/collectives.h"
+#include "ddx/errors.h"
+#include "ddx/log.h"
+#include "models/parallel_layers.h"
+#include "train/ddp_strategy.h"
+#include "train/fsdp_strategy.h"
+#include "train/test_breaks.h"
+#include "train/tp_state.h"
+
+namespace ddx::train {
+namespace {
+
+struct MeshGroups {
+  Group* dp = nullptr;
+  Group* tp = nullptr;
+  Group* world = nullptr;
+};
+
+// The dp x tp mesh, after one-line errors for a --tp the world or the model cannot take.
+MeshGroups make_mesh(const StrategyContext& c) {
+  if (c.options.tp <= 0) {
+    throw UsageError("--strategy 2d needs --tp M: the ranks of each tensor-parallel group (data parallelism over world / M)");
+  }
+  const int tp = static_cast<int>(c.options.tp), world = c.world.size();
+  if (world % tp != 0) {
+    throw UsageError("--tp " + std::to_string(tp) + " does not divide the world size " + std::to_string(world) +
+                     ": --strategy 2d needs world = dp x tp");
+  }
+  check_tp_fits_model(c, tp);
+  DeviceMesh& mesh = c.world.mesh({{"dp", world / tp}, {"tp", tp}});
+  log::debug("2d: ", mesh.describe());
+  return {&mesh.group("dp"), &mesh.group("tp"), &c.world.world()};
+}
+
+models::TensorParallel split_over(Group* tp) {
+  models::TensorParallel split{tp, false};
+  split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
+  return split;
+}
+
+// TP slices sharded over dp by FSDP.
+class TwoDFsdpStrategy : public FsdpStrategy {
+ public:
+  void setup(const StrategyContext& c) override {
+    mesh_ = make_mesh(c);
+    setup_on(c, *mesh_.dp, split_over(mesh_.tp));
+    shards_ = models::parameter_shards(*model_);
+    NamedTensors local;  // skeleton tensors: shapes only
+    for (auto& item : model_->named_parameters()) local.emplace_back(item.key(), item.value());
+    full_shapes_ = full_shapes(local, shards_);
+  }
+
+  NamedTensors full_parameters() override {
+    return full_tp_parameters(*mesh_.tp, shards_, FsdpStrategy::full_parameters());
+  }
+
+  void save_state(const std::string& dir) override {
+    // Each rank's FSDP rows of its TP slices, as blocks of the full tensors; the replicated
+    // parameters' rows by TP rank 0 of each dp rank.
+    TpCheckpointWriter writer;
+    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+      if (!shards_.count(p.name) && mesh_.tp->rank() != 0) return;
+      auto s = optimizer_->state().find(p.name);
+      writer.add(shards_, p.name, p.shape, begin, end, unit.owned_rows(i),
+                 s == optimizer_->state().end() ? nullptr : &s->second);
+    });
+    writer.write(dir, *mesh_.world, full_shapes_, *config_);
+  }
+
+  void load_state(const std::string& dir) override {
+    // Any checkpoint, read as this rank's rows of its TP slices.
+    auto reader = CheckpointRows::open(dir, full_shapes_);
+    std::map<std::string, AdamWState> state;
+    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+      torch::Tensor rows = unit.owned_rows(i);
+      LocalRows read = read_tp_rows(*reader, p.name, shards_, begin, end, rows);
+      rows.copy_(read.values);
+      if (read.state) state[p.name] = std::move(*read.state);
+    });
+    optimizer_->state() = std::move(state);
+  }
+
+ protected:
+  double grad_norm_sq() override {
+    // FSDP rows over dp and TP slices over tp are disjoint: sharded squares add over the world.
+    std::vector<std::pair<std::string, torch::Tensor>> grads;
+    for (const auto& unit : units_) {
+      for (size_t i = 0; i < unit->layout().parameters.size(); ++i) {
+        grads.emplace_back(unit->layout().parameters[i].name, unit->owned_grad_rows(i));
+      }
+    }
+    return sharded_grad_norm_sq(grads, shards_, mesh_.tp->rank(), *mesh_.world);
+  }
+
+ private:
+  MeshGroups mesh_;
+  models::ParameterShards shards_;
+  ParameterShapes full_shapes_;
+};
+
+// TP slices replicated over dp by DDP.
+class TwoDReplicateStrategy : public DdpStrategy {
+ public:
+  void setup(const StrategyContext& c) override {
+    mesh_ = make_mesh(c);
+    config_ = &c.model;
+    setup_on(c, *mesh_.dp, split_over(mesh_.tp));
+    shards_ = models::parameter_shards(*model_);
+  }
+
+  NamedTensors full_parameters() override { return full_tp_parameters(*mesh_.tp, shards_, parameters_); }
+
+  void save_state(const std::string& dir) override {
+    // The dp ranks hold the same slices: those of dp rank 0 write them.
+    save_tp_checkpoint(dir, *mesh_.world, shards_, parameters_, optimizer_->state(), mesh_.tp->rank(),
+                       mesh_.dp->rank() == 0, *config_);
+  }
+  void load_state(const std::string& dir) override { load_tp_checkpoint(dir, shards_, parameters_, optimizer_->state()); }
+
+ protected:
+  double grad_norm_sq() const override {
+    // After the all-reduce every dp rank holds the same gradients: the TP group's norm is global.
+    std::vector<std::pair<std::string, torch::Tensor>> grads;
+    for (const auto& [name, p] : parameters_) grads.emplace_back(name, p.grad());
+    return sharded_grad_norm_sq(grads, shards_, mesh_.tp->rank(), *mesh_.tp);
+  }
+
+ private:
+  MeshGroups mesh_;
+  models::ParameterShards shards_;
+  const models::ModelConfig* config_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_two_d_strategy(const TrainOptions& options) {
+  if (options.dp_replicate) return std::make_unique<TwoDReplicateStrategy>();
+  return std::make_unique<TwoDFsdpStrategy>();
+}
+
+}  // namespace ddx::train
