@@ -5,6 +5,7 @@
 #include "ddx/errors.h"
 #include "train/ddp_strategy.h"
 #include "train/fsdp_strategy.h"
+#include "train/pp_strategy.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_strategy.h"
 
@@ -26,6 +27,8 @@ const std::map<std::string, Entry>& registry() {
                 [] { return std::make_unique<FsdpStrategy>(); }}},
       {"tp", {"tensor parallel (Megatron layout): heads, MLP width and vocabulary split over --tp ranks (--sequence-parallel)",
               [] { return std::make_unique<TpStrategy>(); }}},
+      {"pp", {"pipeline parallel: blocks in --pp stages, --pp-schedule gpipe|1f1b|interleaved-1f1b over --microbatches; data parallel on the ranks left",
+              [] { return std::make_unique<PpStrategy>(); }}},
   };
   return entries;
 }

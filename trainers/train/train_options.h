@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ddx::train {
 
@@ -57,6 +58,12 @@ struct TrainOptions {
   bool checkpoint_activations = false; // FSDP: recompute each block in backward
   int64_t tp = 0;                      // TP: tensor-parallel ranks (0: the world size)
   bool sequence_parallel = false;      // TP: norms and residuals on sequence slices
+  int64_t pp = 0;                      // PP: pipeline ranks (0: the world size)
+  std::vector<int64_t> pp_split;       // PP: first block of each stage after the first ([]: balanced)
+  std::string pp_schedule = "1f1b";    // PP: gpipe | 1f1b | interleaved-1f1b
+  int64_t pp_virtual_stages = 1;       // PP: stages per rank (interleaved-1f1b)
+  int64_t microbatches = 1;            // PP: pipeline micro-batches per -b batch
+  std::string pp_trace;                // PP: schedule picture (SVG)
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }
