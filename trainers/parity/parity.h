@@ -42,6 +42,11 @@ struct Variant {
   // A model preset this variant needs instead of the suite's --model (TP needs head counts the
   // world sizes divide); it is compared with its own single-device baseline of that model.
   std::string model;
+  // With data_parallel: the ranks that hold one model replica (a pipeline of 2 for pp x dp),
+  // so the data-parallel size is the world size divided by this.
+  int replica_ranks = 1;
+  // The data-parallel ranks at world size n, which split the global batch.
+  int dp_size(int n) const { return data_parallel ? n / replica_ranks : 1; }
 };
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.

@@ -142,7 +142,7 @@ RunReport run_variant(const std::string& ddx, const ParityOptions& o, const Vari
     return r;
   }
   const RunPaths p = paths_for(o.out_dir, v.name + "-x" + std::to_string(n));
-  auto argv = train_args(o, model, p, o.global_batch / ((v.data_parallel ? n : 1) * v.grad_accum), v.grad_accum);
+  auto argv = train_args(o, model, p, o.global_batch / (v.dp_size(n) * v.grad_accum), v.grad_accum);
   argv.insert(argv.end(), v.flags.begin(), v.flags.end());
   r.curve = execute(ddx, o, v.name, n, argv, p, r);
   if (r.curve.empty()) {
@@ -179,7 +179,7 @@ int run_parity(const ParityOptions& o) {
   }
   for (const Variant& v : variants) {
     for (int n : o.world_sizes) {
-      if (n < 1 || o.global_batch % ((v.data_parallel ? n : 1) * v.grad_accum) != 0) {
+      if (n < 1 || n % v.replica_ranks != 0 || o.global_batch % (v.dp_size(n) * v.grad_accum) != 0) {
         throw UsageError("--global-batch " + std::to_string(o.global_batch) + " cannot be split over " +
                          std::to_string(n) + " ranks x " + std::to_string(v.grad_accum) + " micro-steps (variant " +
                          v.name + ")");
