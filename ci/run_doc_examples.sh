@@ -86,6 +86,16 @@ skip a planted bug: the suite fails by design	DDX_TEST_BREAK=tp-no-input-reduce 
 full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp -b 4 -e twod --max-steps 6 --ckpt-freq 3
 full	ls outputs/twod/checkpoints/step_000000006
 full	ddx checkpoint consolidate outputs/twod/checkpoints/step_000000006 -o twod-hf
+full	ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 4 --max-steps 20
+full	ddx launch -np 4 -- ddx train --strategy pp --pp-schedule interleaved-1f1b --pp-virtual-stages 2 -m debug-pp -b 8 --microbatches 4 --max-steps 20
+full	ddx launch -np 4 -- ddx train --strategy pp --pp 2 -m debug-pp -b 4 --microbatches 2 --max-steps 20
+full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule gpipe -s 64 --max-steps 2 --pp-trace pp-gpipe.svg
+full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule 1f1b -s 64 --max-steps 2 --pp-trace pp-1f1b.svg
+full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule interleaved-1f1b --pp-virtual-stages 2 -s 64 --max-steps 2 --pp-trace pp-interleaved-1f1b.svg
+skip a deliberate hang: waits out the collective timeout and fails by design	DDX_TEST_PERTURB="delay:send:1:30000" ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 2 --collective-timeout 3 --trace-dir traces
+skip needs the hang run above	ddx analyze traces
+full	ddx parity --strategies ddp,ddp-accum2,fsdp,tp,pp-gpipe,pp-1f1b,pp-interleaved,pp-dp --world-sizes 2,4 --steps 6 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=pp-double-microbatch ddx parity --strategies pp-1f1b --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going

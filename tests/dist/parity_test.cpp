@@ -53,7 +53,8 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
   ASSERT_TRUE(o.report.contains("runs")) << o.output;
   EXPECT_TRUE(o.report["passed"].get<bool>());
   for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view", "fsdp", "fsdp-zero2", "fsdp-accum2",
-                           "fsdp-recompute", "tp", "tp-sp", "tp-accum2"}) {
+                           "fsdp-recompute", "tp", "tp-sp", "tp-accum2",
+                           "pp-gpipe", "pp-1f1b", "pp-interleaved", "pp-dp"}) {
     for (int n : {2, 4}) {
       const auto* r = find_run(o.report, name, n);
       ASSERT_NE(r, nullptr) << name << " x" << n;
@@ -145,7 +146,9 @@ TEST(Parity, GoldenOfAnotherConfigurationIsRefusedBeforeAnyRun) {
 struct Broken {
   std::string tag;
   std::string breaks;
-  std::string strategy;  // the variant the break is in, which the report must name
+  std::string variant;   // the variant the break is in, which the report must name
+  std::string strategy;  // its --strategy, when not the variant's name
+  const std::string& expected_strategy() const { return strategy.empty() ? variant : strategy; }
 };
 
 void PrintTo(const Broken& b, std::ostream* os) { *os << b.breaks; }
@@ -156,14 +159,14 @@ class ParitySelfTest : public ::testing::TestWithParam<Broken> {};
 // first bad step.
 TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
   const Broken& b = GetParam();
-  Outcome o = run_parity("self-" + b.tag, {"--strategies", b.strategy, "--world-sizes", "2", "--steps", "6",
+  Outcome o = run_parity("self-" + b.tag, {"--strategies", b.variant, "--world-sizes", "2", "--steps", "6",
                                            "--no-determinism", "--uneven-tokens"},
                          {{"DDX_TEST_BREAK", b.breaks}});
   EXPECT_EQ(o.exit_code, 1) << o.output;
-  const auto* r = find_run(o.report, b.strategy, 2);
+  const auto* r = find_run(o.report, b.variant, 2);
   ASSERT_NE(r, nullptr) << o.output;
   EXPECT_EQ((*r)["verdict"], "FAIL") << r->dump();
-  EXPECT_EQ((*r)["strategy"], b.strategy);
+  EXPECT_EQ((*r)["strategy"], b.expected_strategy());
   ASSERT_FALSE((*r)["first_bad_step"].is_null()) << r->dump();
   EXPECT_GE((*r)["first_bad_step"].get<int>(), 1);
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
@@ -176,7 +179,8 @@ INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
                                            Broken{"fsdp_local_mean", "local-mean", "fsdp"},
                                            Broken{"fsdp_scaled_rank", "scale-grad:1:1.001", "fsdp"},
                                            Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"},
-                                           Broken{"tp_no_input_reduce", "tp-no-input-reduce", "tp"}),
+                                           Broken{"tp_no_input_reduce", "tp-no-input-reduce", "tp"},
+                                           Broken{"pp_double_microbatch", "pp-double-microbatch", "pp-1f1b", "pp"}),
                          [](const auto& info) { return info.param.tag; });
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ddx/checksum.h"
 #include "models/safetensors.h"
 #include "process_helpers.h"
 
@@ -112,6 +113,26 @@ class TrainTest : public ::testing::Test {
       scale = std::max(scale, y.abs().max().item<double>());
     }
     EXPECT_LE(max_diff, 1e-4 * scale) << "worst tensor " << worst << ": " << max_diff << " of max weight " << scale;
+  }
+
+  // `flags` (which set --ckpt-freq 3) on `ranks` ranks straight through 6 steps, and stopped at
+  // step 3 then resumed from its checkpoint in experiment `experiment`: the same losses and
+  // bit-identical final weights.
+  void expect_resume_is_bit_identical(int ranks, const std::vector<std::string>& flags, const std::string& experiment) {
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> out = flags;
+      out.insert(out.end(), extra.begin(), extra.end());
+      return out;
+    };
+    ASSERT_EQ(train(ranks, "straight", with({"--max-steps", "6", "--final-weights", weights("straight")})).exit_code, 0);
+    ASSERT_EQ(train(ranks, "first", with({"-e", experiment, "--max-steps", "3"})).exit_code, 0);
+    auto resumed = train(ranks, "resumed", with({"-e", experiment, "--max-steps", "6", "--final-weights", weights("resumed")}));
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_NE(resumed.output.find("resuming from"), std::string::npos) << resumed.output;
+    auto s = losses("straight"), r = losses("resumed");
+    ASSERT_EQ(r.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(s[3 + i], r[i]) << "step " << 4 + i;
+    EXPECT_EQ(file_checksum(weights("straight")), file_checksum(weights("resumed")));
   }
 
   fs::path dir_;

@@ -109,7 +109,7 @@ TEST(ModelConfigJson, IsCanonicalAndHashIgnoresTheName) {
 TEST(HfConfig, EveryPresetRoundTripsThroughConfigJson) {
   TempDir dir;
   for (const char* name : {"gpt2", "gpt2-medium", "llama-3.2-1b", "llama-3.1-8b", "debug", "debug-llama", "debug-tp",
-                           "debug-tp-llama"}) {
+                           "debug-tp-llama", "debug-pp"}) {
     SCOPED_TRACE(name);
     const ModelConfig preset = model_config_from_preset(name);
     const std::string path = dir.file(std::string(name) + ".json", to_hf_config_json(preset));

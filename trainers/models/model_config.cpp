@@ -121,6 +121,15 @@ ModelConfig debug_tp_llama() {
   return c;
 }
 
+// Pipeline test model: the debug GPT-2 (tied embedding, so the first and last stage share wte)
+// with 8 blocks, so that --pp 4 x --pp-virtual-stages 2 has a block per stage.
+ModelConfig debug_pp_gpt2() {
+  ModelConfig c = debug_gpt2();
+  c.name = "debug-pp";
+  c.num_layers = 8;
+  return c;
+}
+
 const std::map<std::string, std::function<ModelConfig()>>& presets() {
   static const std::map<std::string, std::function<ModelConfig()>> table = {
       {"gpt2", [] { return gpt2_shape("gpt2", 768, 12, 12); }},
@@ -131,6 +140,7 @@ const std::map<std::string, std::function<ModelConfig()>>& presets() {
       {"debug-llama", debug_llama},
       {"debug-tp", debug_tp_gpt2},
       {"debug-tp-llama", debug_tp_llama},
+      {"debug-pp", debug_pp_gpt2},
   };
   return table;
 }

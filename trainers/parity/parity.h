@@ -42,13 +42,15 @@ struct Variant {
   // A model preset this variant needs instead of the suite's --model (TP needs head counts the
   // world sizes divide); it is compared with its own single-device baseline of that model.
   std::string model;
-  // 2D: ranks per tensor-parallel group (--tp); the data-parallel size is world / tp, and the
-  // variant runs only at world sizes that give both dimensions at least 2 ranks. 0: not 2D.
-  int tp = 0;
+  // With data_parallel: the ranks that hold one model replica (a TP group of 2 for 2d, a
+  // pipeline of 2 for pp x dp), so the data-parallel size is the world size divided by this.
+  int replica_ranks = 1;
+  // The fewest replicas a run needs: 2d at world 2 would be TP alone, so it runs only from 2 x 2.
+  int min_replicas = 1;
 
-  // Ranks that split the global batch at world size n.
-  int dp_size(int n) const { return !data_parallel ? 1 : tp > 0 ? n / tp : n; }
-  bool runs_at(int n) const { return tp == 0 || (n % tp == 0 && n / tp >= 2); }
+  // The data-parallel ranks at world size n, which split the global batch.
+  int dp_size(int n) const { return data_parallel ? n / replica_ranks : 1; }
+  bool runs_at(int n) const { return n % replica_ranks == 0 && n / replica_ranks >= min_replicas; }
 };
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.

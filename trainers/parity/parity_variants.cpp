@@ -29,9 +29,18 @@ const std::vector<Variant>& registered_variants() {
       {"tp-accum2", "tensor parallel with 2 accumulation micro-steps",
        {"--strategy", "tp"}, 2, false, "debug-tp"},
       {"2d", "2D: tensor parallel over 2 consecutive ranks x FSDP over the rest (world 4: 2 x 2)",
-       {"--strategy", "2d", "--tp", "2"}, 1, true, "debug-tp", 2},
+       {"--strategy", "2d", "--tp", "2"}, 1, true, "debug-tp", 2, 2},
       {"2d-replicate", "2D with DDP instead of FSDP on the data-parallel dimension (--dp-replicate)",
-       {"--strategy", "2d", "--tp", "2", "--dp-replicate"}, 1, true, "debug-tp", 2},
+       {"--strategy", "2d", "--tp", "2", "--dp-replicate"}, 1, true, "debug-tp", 2, 2},
+      {"pp-gpipe", "pipeline over every rank, GPipe schedule, 4 micro-batches (8-block debug-pp model)",
+       {"--strategy", "pp", "--pp-schedule", "gpipe", "--microbatches", "4"}, 1, false, "debug-pp"},
+      {"pp-1f1b", "pipeline over every rank, 1F1B schedule, 4 micro-batches, 2 accumulation steps",
+       {"--strategy", "pp", "--pp-schedule", "1f1b", "--microbatches", "4"}, 2, false, "debug-pp"},
+      {"pp-interleaved", "pipeline over every rank, interleaved 1F1B with 2 stages per rank, 4 micro-batches",
+       {"--strategy", "pp", "--pp-schedule", "interleaved-1f1b", "--pp-virtual-stages", "2", "--microbatches", "4"},
+       1, false, "debug-pp"},
+      {"pp-dp", "pipeline of 2 (1F1B, 2 micro-batches) x data parallel over the remaining ranks",
+       {"--strategy", "pp", "--pp", "2", "--microbatches", "2"}, 1, true, "debug-pp", 2},
   };
   return variants;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddx/collectives.h"
 #include "ddx/process_group.h"
 #include "models/causal_lm.h"
 #include "train/train_options.h"
@@ -57,8 +58,22 @@ class Strategy {
   virtual int dp_size() const = 0;
   virtual Group* dp_group() = 0;
 
-  // Forward and backward of one micro-batch with the summed token loss multiplied by
-  // `loss_scale` (1 / global target tokens of the step). Gradients accumulate. When
+  // Forward and backward of one step's batch: this rank's micro-batches (--grad-accum of them),
+  // with the summed token loss multiplied by `loss_scale` (1 / global target tokens of the
+  // step). Returns this rank's unscaled loss sum, counted once per data-parallel replica (the
+  // loop sums it over dp_group()). The default runs forward_backward() on each micro-batch in
+  // turn; a strategy that interleaves micro-batches (pipeline schedules) overrides this.
+  virtual double run_batch(const std::vector<MicroBatch>& micro, double loss_scale, PhaseTimes& times) {
+    const std::string step = CallSite::current();
+    double loss_sum = 0;
+    for (size_t m = 0; m < micro.size(); ++m) {
+      CallSite site(step + " micro " + std::to_string(m));
+      loss_sum += forward_backward(micro[m], loss_scale, m + 1 == micro.size(), times);
+    }
+    return loss_sum;
+  }
+
+  // Forward and backward of one micro-batch, as run_batch() above. Gradients accumulate. When
   // `last_micro` is false no gradient communication happens (no_sync). Returns the local,
   // unscaled loss sum.
   virtual double forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro,

@@ -5,6 +5,7 @@
 #include "ddx/errors.h"
 #include "train/ddp_strategy.h"
 #include "train/fsdp_strategy.h"
+#include "train/pp_strategy.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_strategy.h"
 #include "train/two_d_strategy.h"
@@ -29,6 +30,8 @@ const std::map<std::string, Entry>& registry() {
               [](const TrainOptions&) { return std::make_unique<TpStrategy>(); }}},
       {"2d", {"tensor parallel over --tp consecutive ranks x FSDP over the rest (--dp-replicate: DDP instead)",
               [](const TrainOptions& o) { return make_two_d_strategy(o); }}},
+      {"pp", {"pipeline parallel: blocks in --pp stages, --pp-schedule gpipe|1f1b|interleaved-1f1b over --microbatches; data parallel on the ranks left",
+              [](const TrainOptions&) { return std::make_unique<PpStrategy>(); }}},
   };
   return entries;
 }

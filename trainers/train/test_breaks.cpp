@@ -35,6 +35,8 @@ TestBreaks parse() {
       b.fsdp_double_divide = true;
     } else if (item == "tp-no-input-reduce") {
       b.tp_no_input_reduce = true;
+    } else if (item == "pp-double-microbatch") {
+      b.pp_double_microbatch = true;
     } else if (parts.size() == 3 && parts[0] == "scale-grad") {
       b.scale_grad_rank = static_cast<int>(parse_int("DDX_TEST_BREAK scale-grad rank", parts[1], 0, 1 << 20));
       try {
@@ -47,7 +49,7 @@ TestBreaks parse() {
     } else {
       throw UsageError("DDX_TEST_BREAK item '" + item +
                        "' is not one of uneven-tokens, local-mean, scale-grad:R:F, skip-bucket:K, fsdp-double-divide, "
-                       "tp-no-input-reduce");
+                       "tp-no-input-reduce, pp-double-microbatch");
     }
   }
   if (b.any_bug()) log::warn("DDX_TEST_BREAK=", spec, ": this run is deliberately wrong (a parity self-test)");

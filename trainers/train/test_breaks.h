@@ -10,6 +10,8 @@
 //   fsdp-double-divide   divide FSDP's reduce-scattered gradients by the world size twice
 //   tp-no-input-reduce   leave out TP's all-reduce of column-parallel input gradients (the f
 //                        operator's backward): each rank keeps only its heads' contribution
+//   pp-double-microbatch the pipeline's last stage runs micro-batch 0's backward twice, so that
+//                        micro-batch's gradient is counted twice on every stage
 #include <string>
 
 namespace ddx::train {
@@ -22,8 +24,10 @@ struct TestBreaks {
   int skip_bucket = -1;
   bool fsdp_double_divide = false;
   bool tp_no_input_reduce = false;
+  bool pp_double_microbatch = false;
   bool any_bug() const {
-    return local_mean || scale_grad_rank >= 0 || skip_bucket >= 0 || fsdp_double_divide || tp_no_input_reduce;
+    return local_mean || scale_grad_rank >= 0 || skip_bucket >= 0 || fsdp_double_divide || tp_no_input_reduce ||
+           pp_double_microbatch;
   }
 };
 

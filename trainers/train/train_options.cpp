@@ -1,10 +1,12 @@
 #include "train/train_options.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "ddx/errors.h"
 #include "ddx/text.h"
+#include "train/pp_schedule.h"
 #include "train/strategy.h"
 
 namespace ddx::train {
@@ -17,7 +19,7 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
       ->capture_default_str();
   cmd.add_option("--tokenizer", o.tokenizer, "byte, or a Hugging Face tokenizer.json")->capture_default_str();
   cmd.add_option("-m,--model", o.model,
-                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama, debug-tp, debug-tp-llama), "
+                 "Preset (gpt2, gpt2-medium, llama-3.2-1b, llama-3.1-8b, debug, debug-llama, debug-tp, debug-tp-llama, debug-pp), "
                  "a config.json or a folder holding one")
       ->capture_default_str();
   cmd.add_option("--init-from", o.init_from, "Start from pretrained safetensors weights (file, index or folder)");
@@ -95,6 +97,19 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                "each tensor-parallel region instead of all-reduces")->group(tp);
   cmd.add_flag("--dp-replicate", o.dp_replicate,
                "2d: replicate each TP slice over the data-parallel ranks (DDP) instead of sharding it (FSDP)")->group(tp);
+  auto* pp = "Pipeline parallel (pp)";
+  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size); the rest form data-parallel replicas")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(pp);
+  cmd.add_option("--pp-split", o.pp_split,
+                 "First block of every stage after the first, e.g. 2,5 (default: balanced by parameter count)")
+      ->delimiter(',')->group(pp);
+  cmd.add_option("--pp-schedule", o.pp_schedule, "gpipe, 1f1b or interleaved-1f1b")->capture_default_str()->group(pp);
+  cmd.add_option("--pp-virtual-stages", o.pp_virtual_stages, "Stages per rank (interleaved-1f1b)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 10))->capture_default_str()->group(pp);
+  cmd.add_option("--microbatches", o.microbatches, "Pipeline micro-batches each -b batch is split into")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str()->group(pp);
+  cmd.add_option("--pp-trace", o.pp_trace, "Draw each rank's measured forward/backward/send/recv timeline (SVG)")
+      ->group(pp);
 }
 
 namespace {
@@ -122,6 +137,12 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--tp", {"tp", "2d"}},
       {"--sequence-parallel", {"tp"}},
       {"--dp-replicate", {"2d"}},
+      {"--pp", {"pp"}},
+      {"--pp-split", {"pp"}},
+      {"--pp-schedule", {"pp"}},
+      {"--pp-virtual-stages", {"pp"}},
+      {"--microbatches", {"pp"}},
+      {"--pp-trace", {"pp"}},
   };
   return table;
 }
@@ -152,6 +173,28 @@ void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
   }
 }
 
+namespace {
+
+// What the pipeline flags can be checked for before any rank starts; the world- and
+// model-dependent checks (--pp divides the world, stages fit the blocks) are PpStrategy::setup's.
+void validate_pipeline_flags(const TrainOptions& o) {
+  if (o.strategy != "pp") return;
+  const ScheduleKind& kind = find_schedule(o.pp_schedule);
+  if (o.batch_size % o.microbatches != 0) {
+    throw UsageError("--microbatches " + std::to_string(o.microbatches) + " does not divide -b " +
+                     std::to_string(o.batch_size));
+  }
+  if (o.pp_virtual_stages > 1 && !kind.interleaved) {
+    throw UsageError("--pp-virtual-stages " + std::to_string(o.pp_virtual_stages) +
+                     " needs --pp-schedule interleaved-1f1b (" + kind.name + " runs one stage per rank)");
+  }
+  if (!o.pp_trace.empty() && std::filesystem::is_directory(o.pp_trace)) {
+    throw UsageError("--pp-trace " + o.pp_trace + " is a folder; it takes the SVG file to write");
+  }
+}
+
+}  // namespace
+
 void validate(const TrainOptions& o) {
   if (o.model.empty()) throw UsageError("--model is empty");
   if (o.dataset.empty()) throw UsageError("--dataset is empty");
@@ -161,6 +204,7 @@ void validate(const TrainOptions& o) {
   if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
     throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
   }
+  validate_pipeline_flags(o);
 }
 
 }  // namespace ddx::train

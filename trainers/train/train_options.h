@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ddx::train {
 
@@ -58,6 +59,12 @@ struct TrainOptions {
   int64_t tp = 0;                      // TP: tensor-parallel ranks (0: the world size)
   bool sequence_parallel = false;      // TP: norms and residuals on sequence slices
   bool dp_replicate = false;           // 2D: DDP on the data-parallel dimension instead of FSDP
+  int64_t pp = 0;                      // PP: pipeline ranks (0: the world size)
+  std::vector<int64_t> pp_split;       // PP: first block of each stage after the first ([]: balanced)
+  std::string pp_schedule = "1f1b";    // PP: gpipe | 1f1b | interleaved-1f1b
+  int64_t pp_virtual_stages = 1;       // PP: stages per rank (interleaved-1f1b)
+  int64_t microbatches = 1;            // PP: pipeline micro-batches per -b batch
+  std::string pp_trace;                // PP: schedule picture (SVG)
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }

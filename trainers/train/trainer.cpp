@@ -182,254 +182,353 @@ std::unique_ptr<data::TokenBlocks> load_blocks(const TrainOptions& o, const data
                                  [&](const std::function<void()>& fn) { rank0_first(world, fn); }, need);
 }
 
-}  // namespace
+// One run from setup to the end; the stages below fill it in order.
+struct Run {
+  TrainOptions o;
+  torch::Device device = torch::kCPU;
+  torch::Dtype dtype = torch::kFloat32;
+  ProcessGroupOptions pg;
+  std::unique_ptr<World> world;
+  bool rank0 = false;
+  models::ModelConfig model;
+  std::unique_ptr<Strategy> strategy;
+  json run_config;
+  int64_t global_batch = 0;
+  std::unique_ptr<data::TokenBlocks> blocks;
+  std::unique_ptr<data::BlockSampler> sampler;
+  int64_t steps_per_epoch = 0, total_steps = 0, start_step = 0;
+  std::unique_ptr<CheckpointDir> checkpoints;
+  MetricsFile metrics;
+  std::string metrics_path;
+  std::unique_ptr<HangDetection> hang_detection;
+};
 
-int run_training(TrainOptions o) {
-  validate(o);
+// Rendezvous, model, strategy and data, every rank agreeing on them.
+void set_up(Run& run) {
+  const TrainOptions& o = run.o;
   RendezvousInfo info = resolve_rendezvous(current_env());
   log::set_rank(info.rank, info.world_size);
   set_error_report_rank(info.rank, info.local_rank, info.world_size);
-  const torch::Device device = pick_device(o.device, info.local_rank);
-  const torch::Dtype dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
-  if (dtype == torch::kBFloat16 && device.is_cpu()) log::warn("--dtype bf16 on CPU is slow; it is meant for GPUs");
+  run.device = pick_device(o.device, info.local_rank);
+  run.dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+  if (run.dtype == torch::kBFloat16 && run.device.is_cpu()) log::warn("--dtype bf16 on CPU is slow; it is meant for GPUs");
 
-  ProcessGroupOptions pg;
-  pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
-  pg.store_timeout = std::max(pg.collective_timeout, std::chrono::milliseconds(60000));
-  pg.enable_nccl = device.is_cuda();
-  auto world = World::init(info, pg);
-  install_test_perturbations(world->rank());
-  const bool rank0 = world->rank() == 0;
+  run.pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  run.pg.store_timeout = std::max(run.pg.collective_timeout, std::chrono::milliseconds(60000));
+  run.pg.enable_nccl = run.device.is_cuda();
+  run.world = World::init(info, run.pg);
+  install_test_perturbations(run.world->rank());
+  run.rank0 = run.world->rank() == 0;
 
-  models::ModelConfig model = models::resolve_model_config(o.model);
-  models::validate(model);
-  auto strategy = make_strategy(o.strategy, o);
+  run.model = models::resolve_model_config(o.model);
+  models::validate(run.model);
+  run.strategy = make_strategy(o.strategy, o);
   auto tokenizer = data::load_tokenizer(o.tokenizer);
-  if (tokenizer->vocab_size() > model.vocab_size) {
+  if (tokenizer->vocab_size() > run.model.vocab_size) {
     throw UsageError("tokenizer " + o.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +
-                     " tokens but model " + model.name + " only " + std::to_string(model.vocab_size));
+                     " tokens but model " + run.model.name + " only " + std::to_string(run.model.vocab_size));
   }
-  json run_config = {{"model", json::parse(model.to_json())}, {"seq_length", o.seq_length},
-                     {"dataset", o.dataset}, {"tokenizer", tokenizer->fingerprint()}, {"seed", o.seed},
-                     {"dtype", o.dtype}};
-  agree_on(*world, "the model configuration", model.hash());
+  run.run_config = {{"model", json::parse(run.model.to_json())}, {"seq_length", o.seq_length},
+                    {"dataset", o.dataset}, {"tokenizer", tokenizer->fingerprint()}, {"seed", o.seed},
+                    {"dtype", o.dtype}};
+  agree_on(*run.world, "the model configuration", run.model.hash());
 
-  StrategyContext context{o, model, *world, device, dtype};
-  strategy->setup(context);
-  const int dp = strategy->dp_size(), dp_rank = strategy->dp_rank();
-  const int64_t global_batch = o.global_batch(dp);
-  run_config["global_batch"] = global_batch;
-  agree_on(*world, "the run configuration", hash_text(run_config.dump()));
-  auto blocks = load_blocks(o, *tokenizer, *world, global_batch);
-  data::BlockSampler sampler(blocks->num_blocks(), global_batch, o.seed);
-  const int64_t steps_per_epoch = sampler.steps_per_epoch();
-  int64_t total_steps = o.num_epochs * steps_per_epoch;
-  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  StrategyContext context{o, run.model, *run.world, run.device, run.dtype};
+  run.strategy->setup(context);
+  run.global_batch = o.global_batch(run.strategy->dp_size());
+  run.run_config["global_batch"] = run.global_batch;
+  agree_on(*run.world, "the run configuration", hash_text(run.run_config.dump()));
+  run.blocks = load_blocks(o, *tokenizer, *run.world, run.global_batch);
+  run.sampler = std::make_unique<data::BlockSampler>(run.blocks->num_blocks(), run.global_batch, o.seed);
+  run.steps_per_epoch = run.sampler->steps_per_epoch();
+  run.total_steps = o.num_epochs * run.steps_per_epoch;
+  if (o.max_steps > 0) run.total_steps = std::min(run.total_steps, o.max_steps);
+}
 
-  // Experiment folder, resume.
+// The experiment folder, and the step to start from (its latest checkpoint's).
+std::string resume(Run& run) {
+  const TrainOptions& o = run.o;
   const std::string exp_dir = o.experiment_name.empty() ? "" : o.save_dir + "/" + o.experiment_name;
-  std::unique_ptr<CheckpointDir> checkpoints;
-  int64_t start_step = 0;
-  if (!exp_dir.empty()) {
-    checkpoints = std::make_unique<CheckpointDir>(exp_dir);
-    if (auto latest = checkpoints->latest()) {
-      TrainerState state = checkpoints->verify(*latest, run_config);
-      strategy->load_state(*latest);
-      restore_rng_state(state.rng_state);
-      start_step = state.step;
-      log::info("resuming from ", *latest, " at step ", start_step);
-    }
+  if (exp_dir.empty()) return exp_dir;
+  run.checkpoints = std::make_unique<CheckpointDir>(exp_dir);
+  if (auto latest = run.checkpoints->latest()) {
+    TrainerState state = run.checkpoints->verify(*latest, run.run_config);
+    run.strategy->load_state(*latest);
+    restore_rng_state(state.rng_state);
+    run.start_step = state.step;
+    log::info("resuming from ", *latest, " at step ", run.start_step);
   }
-  MetricsFile metrics;
-  std::string metrics_path = o.metrics_file;
-  if (metrics_path.empty()) {
-    metrics_path = exp_dir.empty() ? o.save_dir + "/runs/" + timestamp() + "-" + std::to_string(::getpid()) + "/metrics.jsonl"
-                                   : exp_dir + "/metrics.jsonl";
-  }
-  if (rank0) {
-    fs::create_directories(fs::path(metrics_path).parent_path().empty() ? "." : fs::path(metrics_path).parent_path());
-    metrics.open(metrics_path, start_step > 0 ? start_step : -1);
-  }
+  return exp_dir;
+}
 
-  // Every collective is recorded; a hang ends in per-rank dumps and a verdict (docs/hangs.md).
+void open_metrics(Run& run, const std::string& exp_dir) {
+  const TrainOptions& o = run.o;
+  run.metrics_path = o.metrics_file;
+  if (run.metrics_path.empty()) {
+    run.metrics_path = exp_dir.empty() ? o.save_dir + "/runs/" + timestamp() + "-" + std::to_string(::getpid()) + "/metrics.jsonl"
+                                       : exp_dir + "/metrics.jsonl";
+  }
+  if (run.rank0) {
+    const fs::path parent = fs::path(run.metrics_path).parent_path();
+    fs::create_directories(parent.empty() ? "." : parent);
+    run.metrics.open(run.metrics_path, run.start_step > 0 ? run.start_step : -1);
+  }
+}
+
+// Every collective is recorded; a hang ends in per-rank dumps and a verdict (docs/hangs.md).
+void install_hang_detection(Run& run) {
+  const TrainOptions& o = run.o;
   HangOptions hang_options = hang_options_from_env(current_env());
-  hang_options.collective_timeout = pg.collective_timeout;
+  hang_options.collective_timeout = run.pg.collective_timeout;
   hang_options.trace_dir = !o.trace_dir.empty() ? o.trace_dir
-                           : (fs::path(metrics_path).parent_path() / "traces").string();
+                           : (fs::path(run.metrics_path).parent_path() / "traces").string();
   hang_options.on_timeout = o.on_timeout == "dump" ? OnTimeout::Dump : o.on_timeout == "wait" ? OnTimeout::Wait : OnTimeout::Abort;
   hang_options.check_collectives = hang_options.check_collectives || o.check_collectives;
   hang_options.dump_on_sigterm = false;  // SIGTERM means "checkpoint and stop" here
-  auto hang_detection = HangDetection::install(*world, hang_options);
+  run.hang_detection = HangDetection::install(*run.world, hang_options);
+}
 
-  auto previous_term = std::signal(SIGTERM, on_preempt_signal);
-  auto previous_usr1 = std::signal(SIGUSR1, on_preempt_signal);
-  if (rank0) {
-    log::info("training ", model.name, " (", model.num_parameters(), " parameters) with --strategy ", o.strategy,
-              " on ", world->size(), " rank(s), ", device.str(), ", global batch ", global_batch, " x ",
-              o.seq_length, " tokens, ", total_steps, " steps (", steps_per_epoch, " per epoch)");
+// This rank's micro-batches of one step and the step's global token count.
+struct StepBatch {
+  std::vector<MicroBatch> micro;
+  int64_t local_tokens = 0;
+  int64_t global_tokens = 0;
+};
+
+StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseTimes& times) {
+  const TrainOptions& o = run.o;
+  const int dp = run.strategy->dp_size(), dp_rank = run.strategy->dp_rank();
+  StepBatch batch;
+  {
+    // Micro-step m covers positions [m*b*dp, (m+1)*b*dp) of the global batch, split among
+    // data-parallel ranks in rank order.
+    PhaseTimer t(times.data, run.device);
+    const std::vector<int64_t> ids = run.sampler->global_batch(epoch, step_in_epoch);
+    for (int64_t m = 0; m < o.grad_accum; ++m) {
+      const int64_t begin = m * o.batch_size * dp + dp_rank * o.batch_size;
+      std::vector<int64_t> mine(ids.begin() + begin, ids.begin() + begin + o.batch_size);
+      batch.micro.push_back(load_micro_batch(*run.blocks, mine, begin, run.device));
+      batch.local_tokens += batch.micro.back().labels.ne(-100).sum().item<int64_t>();
+    }
   }
+  // The loss of a step is the sum of token losses over the global batch divided by its
+  // token count (parallelism.md §1): one SUM of the counts before forward.
+  batch.global_tokens = batch.local_tokens;
+  if (Group* g = run.strategy->dp_group()) {
+    auto count = torch::tensor({batch.local_tokens}, torch::kInt64);
+    all_reduce(*g, count).wait();
+    batch.global_tokens = count.item<int64_t>();
+  }
+  return batch;
+}
 
-  ProgressBar progress(total_steps, o.progress && rank0);
-  double window_loss = 0;
+// What one optimizer step gives the rest of the loop.
+struct StepResult {
+  double loss = 0, grad_norm = 0;
+  bool stop = false, checkpoint_now = false;
+};
+
+StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr, PhaseTimes& times) {
+  const TrainOptions& o = run.o;
+  double loss_scale = 1.0 / static_cast<double>(batch.global_tokens);
+  if (test_breaks().local_mean) {
+    loss_scale = 1.0 / (static_cast<double>(batch.local_tokens) * run.strategy->dp_size());  // the bug, on purpose
+  }
+  double local_loss_sum = 0;
+  {
+    CallSite site("step " + std::to_string(step + 1));
+    local_loss_sum = run.strategy->run_batch(batch.micro, loss_scale, times);
+  }
+  StepResult result;
+  {
+    CallSite site("step " + std::to_string(step + 1) + " update");
+    times.comm_wait += run.strategy->finish_gradients();
+    PhaseTimer t(times.update, run.device);
+    result.grad_norm = run.strategy->optimizer_step(lr, o.max_grad_norm);
+  }
+  // Loss and the preemption flags, agreed by every rank in one small all-reduce.
+  auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
+                               static_cast<double>(g_checkpoint_requested)}, torch::kFloat64);
+  all_reduce(run.world->world(), agreed).wait();
+  double loss_sum = local_loss_sum;
+  if (run.strategy->dp_group()) {
+    // Other mesh dimensions hold copies of the same loss: take the data-parallel sum.
+    auto l = torch::tensor({local_loss_sum}, torch::kFloat64);
+    all_reduce(*run.strategy->dp_group(), l).wait();
+    loss_sum = l.item<double>();
+  }
+  result.stop = agreed[1].item<double>() > 0;
+  result.checkpoint_now = agreed[2].item<double>() > 0;
+  g_checkpoint_requested = 0;
+  result.loss = loss_sum / static_cast<double>(batch.global_tokens);
+  return result;
+}
+
+// One metrics record (rank 0 writes it; every rank takes part in the straggler all-gather).
+struct StepRecord {
+  int64_t done = 0, epoch = 0;
+  double loss = 0, loss_avg = 0, lr = 0, grad_norm = 0, step_s = 0, tokens_per_s = 0;
+  std::string checksum;
+};
+
+void record_step(Run& run, const StepRecord& s, const PhaseTimes& times) {
+  // The straggler view: every rank's step and comm-wait time, the slowest named.
+  World& world = *run.world;
+  auto mine = torch::tensor({s.step_s, times.comm_wait}, torch::kFloat64);
+  auto all = torch::zeros({world.size() * 2}, torch::kFloat64);
+  all_gather(world.world(), all, mine).wait();
+  int slowest = 0;
+  for (int r = 1; r < world.size(); ++r) {
+    if (all[2 * r].item<double>() > all[2 * slowest].item<double>()) slowest = r;
+  }
+  if (!run.rank0) return;
+  const HostMemory host = host_memory();
+  const MemoryAccounting mem = run.strategy->memory();
+  const int64_t tokens = run.global_batch * run.o.seq_length;
+  json record = {{"step", s.done}, {"epoch", s.epoch}, {"loss", s.loss},
+                 {"loss_avg", s.loss_avg}, {"lr", s.lr},
+                 {"grad_norm", s.grad_norm}, {"tokens", tokens},
+                 {"tokens_per_s", s.tokens_per_s}, {"step_ms", s.step_s * 1e3},
+                 {"data_ms", times.data * 1e3}, {"forward_ms", times.forward * 1e3},
+                 {"backward_ms", times.backward * 1e3}, {"update_ms", times.update * 1e3},
+                 {"comm_wait_ms", times.comm_wait * 1e3}, {"slowest_rank", slowest},
+                 {"slowest_step_ms", all[2 * slowest].item<double>() * 1e3},
+                 {"rss_bytes", host.rss_bytes}, {"peak_rss_bytes", host.peak_rss_bytes},
+                 {"param_bytes", mem.parameter_bytes}, {"grad_bytes", mem.gradient_bytes},
+                 {"optimizer_bytes", mem.optimizer_bytes}, {"unsharded_peak_bytes", mem.unsharded_peak_bytes},
+                 {"world_size", world.size()}, {"strategy", run.o.strategy}};
+  if (!s.checksum.empty()) record["param_checksum"] = s.checksum;
+  // Model FLOPs utilisation: 6 FLOPs per parameter per token (forward + backward),
+  // against the device's dense peak; GPU only.
+  if (auto peak = peak_flops(run.device, run.dtype)) {
+    record["mfu"] = 6.0 * static_cast<double>(run.model.num_parameters()) * s.tokens_per_s /
+                    (*peak * static_cast<double>(world.size()));
+  } else {
+    record["mfu"] = nullptr;
+  }
+  if (auto gpu = gpu_memory(run.device)) {
+    record["gpu_allocated_bytes"] = gpu->allocated_bytes;
+    record["gpu_peak_allocated_bytes"] = gpu->peak_allocated_bytes;
+    record["gpu_reserved_bytes"] = gpu->reserved_bytes;
+    record["gpu_peak_reserved_bytes"] = gpu->peak_reserved_bytes;
+    reset_gpu_peaks(run.device);
+  }
+  for (const auto& [key, value] : run.strategy->step_stats()) record[key] = value;
+  run.metrics.append(record);
+  if (!progress_enabled_on_terminal(run.o.progress)) {
+    log::info("step ", s.done, "/", run.total_steps, " loss ", s.loss, " lr ", s.lr, " grad_norm ", s.grad_norm, " ",
+              static_cast<int64_t>(s.tokens_per_s), " tok/s");
+  }
+}
+
+// Every rank writes its part into the staging folder; rank 0 commits it.
+void save_checkpoint(Run& run, int64_t done) {
+  World& world = *run.world;
+  const std::string staging = run.checkpoints->staging_folder(done);
+  if (run.rank0) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    fs::create_directories(staging);
+  }
+  barrier(world.world()).wait();
+  run.strategy->save_state(staging);
+  barrier(world.world()).wait();
+  if (run.rank0) {
+    TrainerState state{done, done / run.steps_per_epoch, done % run.steps_per_epoch, rng_state_hex(), run.run_config};
+    const std::string folder = run.checkpoints->commit(done, state, static_cast<int>(run.o.keep_checkpoints));
+    log::info("checkpoint ", folder);
+  }
+  barrier(world.world()).wait();
+}
+
+// The loop; returns the last step's loss.
+double train_loop(Run& run) {
+  const TrainOptions& o = run.o;
+  ProgressBar progress(run.total_steps, o.progress && run.rank0);
+  double window_loss = 0, last_loss = 0;
   int64_t window_steps = 0;
-  double last_loss = 0;
-  for (int64_t step = start_step; step < total_steps; ++step) {
+  for (int64_t step = run.start_step; step < run.total_steps; ++step) {
     const auto t_step = std::chrono::steady_clock::now();
-    const int64_t epoch = step / steps_per_epoch, step_in_epoch = step % steps_per_epoch;
+    const int64_t epoch = step / run.steps_per_epoch, step_in_epoch = step % run.steps_per_epoch;
     const double lr = learning_rate(step, o.lr, o.warmup_steps, o.lr_decay_steps);
     PhaseTimes times;
-
-    // This rank's micro-batches: micro-step m covers positions [m*b*dp, (m+1)*b*dp) of the
-    // global batch, split among data-parallel ranks in rank order.
-    std::vector<MicroBatch> micro;
-    int64_t local_tokens = 0;
+    StepResult result;
     {
-      PhaseTimer t(times.data, device);
-      const std::vector<int64_t> ids = sampler.global_batch(epoch, step_in_epoch);
-      for (int64_t m = 0; m < o.grad_accum; ++m) {
-        const int64_t begin = m * o.batch_size * dp + dp_rank * o.batch_size;
-        std::vector<int64_t> mine(ids.begin() + begin, ids.begin() + begin + o.batch_size);
-        micro.push_back(load_micro_batch(*blocks, mine, begin, device));
-        local_tokens += micro.back().labels.ne(-100).sum().item<int64_t>();
-      }
+      StepBatch batch = load_step_batch(run, epoch, step_in_epoch, times);
+      result = train_step(run, batch, step, lr, times);
     }
-    // The loss of a step is the sum of token losses over the global batch divided by its
-    // token count (parallelism.md §1): one SUM of the counts before forward.
-    int64_t global_tokens = local_tokens;
-    if (Group* g = strategy->dp_group()) {
-      auto count = torch::tensor({local_tokens}, torch::kInt64);
-      all_reduce(*g, count).wait();
-      global_tokens = count.item<int64_t>();
-    }
-    double loss_scale = 1.0 / static_cast<double>(global_tokens);
-    if (test_breaks().local_mean) loss_scale = 1.0 / (static_cast<double>(local_tokens) * dp);  // the bug, on purpose
-    double local_loss_sum = 0;
-    for (int64_t m = 0; m < o.grad_accum; ++m) {
-      CallSite site("step " + std::to_string(step + 1) + " micro " + std::to_string(m));
-      local_loss_sum += strategy->forward_backward(micro[m], loss_scale, m == o.grad_accum - 1, times);
-    }
-    micro.clear();
-    double grad_norm = 0;
-    {
-      CallSite site("step " + std::to_string(step + 1) + " update");
-      times.comm_wait += strategy->finish_gradients();
-      PhaseTimer t(times.update, device);
-      grad_norm = strategy->optimizer_step(lr, o.max_grad_norm);
-    }
-    // Loss and the preemption flags, agreed by every rank in one small all-reduce.
-    auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
-                                 static_cast<double>(g_checkpoint_requested)}, torch::kFloat64);
-    all_reduce(world->world(), agreed).wait();
-    double loss_sum = local_loss_sum;
-    if (strategy->dp_group()) {
-      // Other mesh dimensions hold copies of the same loss: take the data-parallel sum.
-      auto l = torch::tensor({local_loss_sum}, torch::kFloat64);
-      all_reduce(*strategy->dp_group(), l).wait();
-      loss_sum = l.item<double>();
-    }
-    const bool stop = agreed[1].item<double>() > 0;
-    const bool checkpoint_now = agreed[2].item<double>() > 0;
-    g_checkpoint_requested = 0;
-    const double loss = loss_sum / static_cast<double>(global_tokens);
-    last_loss = loss;
-    window_loss += loss;
+    last_loss = result.loss;
+    window_loss += result.loss;
     ++window_steps;
-    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
-    const double tokens_per_s = static_cast<double>(global_batch * o.seq_length) / step_s;
-    const int64_t done = step + 1;
-    progress.update(done, loss, tokens_per_s);
+    StepRecord record;
+    record.done = step + 1;
+    record.epoch = epoch;
+    record.loss = result.loss;
+    record.lr = lr;
+    record.grad_norm = result.grad_norm;
+    record.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
+    record.tokens_per_s = static_cast<double>(run.global_batch * o.seq_length) / record.step_s;
+    const int64_t done = record.done;
+    progress.update(done, result.loss, record.tokens_per_s);
 
-    const bool last = done == total_steps || stop;
+    const bool last = done == run.total_steps || result.stop;
     const bool want_checksum = o.checksum_freq > 0 && done % o.checksum_freq == 0;
-    std::string checksum;
-    if (want_checksum || last) checksum = parameter_checksum(*strategy);
+    if (want_checksum || last) record.checksum = parameter_checksum(*run.strategy);
     if (done % o.log_freq == 0 || last || want_checksum) {
-      // The straggler view: every rank's step and comm-wait time, the slowest named.
-      auto mine = torch::tensor({step_s, times.comm_wait}, torch::kFloat64);
-      auto all = torch::zeros({world->size() * 2}, torch::kFloat64);
-      all_gather(world->world(), all, mine).wait();
-      int slowest = 0;
-      for (int r = 1; r < world->size(); ++r) {
-        if (all[2 * r].item<double>() > all[2 * slowest].item<double>()) slowest = r;
-      }
-      if (rank0) {
-        const HostMemory host = host_memory();
-        const MemoryAccounting mem = strategy->memory();
-        json record = {{"step", done}, {"epoch", epoch}, {"loss", loss},
-                       {"loss_avg", window_loss / static_cast<double>(window_steps)}, {"lr", lr},
-                       {"grad_norm", grad_norm}, {"tokens", global_batch * o.seq_length},
-                       {"tokens_per_s", tokens_per_s}, {"step_ms", step_s * 1e3},
-                       {"data_ms", times.data * 1e3}, {"forward_ms", times.forward * 1e3},
-                       {"backward_ms", times.backward * 1e3}, {"update_ms", times.update * 1e3},
-                       {"comm_wait_ms", times.comm_wait * 1e3}, {"slowest_rank", slowest},
-                       {"slowest_step_ms", all[2 * slowest].item<double>() * 1e3},
-                       {"rss_bytes", host.rss_bytes}, {"peak_rss_bytes", host.peak_rss_bytes},
-                       {"param_bytes", mem.parameter_bytes}, {"grad_bytes", mem.gradient_bytes},
-                       {"optimizer_bytes", mem.optimizer_bytes}, {"unsharded_peak_bytes", mem.unsharded_peak_bytes},
-                       {"world_size", world->size()}, {"strategy", o.strategy}};
-        if (!checksum.empty()) record["param_checksum"] = checksum;
-        // Model FLOPs utilisation: 6 FLOPs per parameter per token (forward + backward),
-        // against the device's dense peak; GPU only.
-        if (auto peak = peak_flops(device, dtype)) {
-          record["mfu"] = 6.0 * static_cast<double>(model.num_parameters()) * tokens_per_s /
-                          (*peak * static_cast<double>(world->size()));
-        } else {
-          record["mfu"] = nullptr;
-        }
-        if (auto gpu = gpu_memory(device)) {
-          record["gpu_allocated_bytes"] = gpu->allocated_bytes;
-          record["gpu_peak_allocated_bytes"] = gpu->peak_allocated_bytes;
-          record["gpu_reserved_bytes"] = gpu->reserved_bytes;
-          record["gpu_peak_reserved_bytes"] = gpu->peak_reserved_bytes;
-          reset_gpu_peaks(device);
-        }
-        for (const auto& [key, value] : strategy->step_stats()) record[key] = value;
-        metrics.append(record);
-        if (!progress_enabled_on_terminal(o.progress)) {
-          log::info("step ", done, "/", total_steps, " loss ", loss, " lr ", lr, " grad_norm ", grad_norm, " ",
-                    static_cast<int64_t>(tokens_per_s), " tok/s");
-        }
-      }
+      record.loss_avg = window_loss / static_cast<double>(window_steps);
+      record_step(run, record, times);
       window_loss = 0;
       window_steps = 0;
     }
-    if (checkpoints && (done % o.ckpt_freq == 0 || last || checkpoint_now)) {
-      const std::string staging = checkpoints->staging_folder(done);
-      if (rank0) {
-        std::error_code ec;
-        fs::remove_all(staging, ec);
-        fs::create_directories(staging);
-      }
-      barrier(world->world()).wait();
-      strategy->save_state(staging);
-      barrier(world->world()).wait();
-      if (rank0) {
-        TrainerState state{done, done / steps_per_epoch, done % steps_per_epoch, rng_state_hex(), run_config};
-        const std::string folder = checkpoints->commit(done, state, static_cast<int>(o.keep_checkpoints));
-        log::info("checkpoint ", folder);
-      }
-      barrier(world->world()).wait();
-    }
-    if (stop) {
-      log::warn("stopping after step ", done, " on SIGTERM", checkpoints ? " (checkpoint written)" : "");
+    if (run.checkpoints && (done % o.ckpt_freq == 0 || last || result.checkpoint_now)) save_checkpoint(run, done);
+    if (result.stop) {
+      log::warn("stopping after step ", done, " on SIGTERM", run.checkpoints ? " (checkpoint written)" : "");
       break;
     }
   }
   progress.finish();
+  return last_loss;
+}
+
+// Final weights, the loss plot, and the world shut down.
+void finish(Run& run, double last_loss) {
+  const TrainOptions& o = run.o;
+  if (!o.final_weights.empty()) {
+    auto params = run.strategy->full_parameters();
+    if (run.rank0) write_model_file(o.final_weights, params);
+  }
+  if (run.rank0) {
+    const std::string plot = o.plot_file.empty() ? (fs::path(run.metrics_path).parent_path() / "loss.svg").string() : o.plot_file;
+    write_loss_plot(run.metrics_path, plot,
+                    run.model.name + " · " + o.strategy + " · " + std::to_string(run.world->size()) + " rank(s)");
+    log::info("done: final loss ", last_loss, "; metrics ", run.metrics_path, "; loss curve ", plot);
+  }
+  run.hang_detection.reset();  // before the store goes away
+  run.world->shutdown();
+}
+
+}  // namespace
+
+int run_training(TrainOptions o) {
+  validate(o);
+  Run run;
+  run.o = std::move(o);
+  set_up(run);
+  const std::string exp_dir = resume(run);
+  open_metrics(run, exp_dir);
+  install_hang_detection(run);
+  auto previous_term = std::signal(SIGTERM, on_preempt_signal);
+  auto previous_usr1 = std::signal(SIGUSR1, on_preempt_signal);
+  if (run.rank0) {
+    log::info("training ", run.model.name, " (", run.model.num_parameters(), " parameters) with --strategy ",
+              run.o.strategy, " on ", run.world->size(), " rank(s), ", run.device.str(), ", global batch ",
+              run.global_batch, " x ", run.o.seq_length, " tokens, ", run.total_steps, " steps (",
+              run.steps_per_epoch, " per epoch)");
+  }
+  const double last_loss = train_loop(run);
   std::signal(SIGTERM, previous_term);
   std::signal(SIGUSR1, previous_usr1);
-
-  if (!o.final_weights.empty()) {
-    auto params = strategy->full_parameters();
-    if (rank0) write_model_file(o.final_weights, params);
-  }
-  if (rank0) {
-    const std::string plot = o.plot_file.empty() ? (fs::path(metrics_path).parent_path() / "loss.svg").string() : o.plot_file;
-    write_loss_plot(metrics_path, plot, model.name + " · " + o.strategy + " · " + std::to_string(world->size()) + " rank(s)");
-    log::info("done: final loss ", last_loss, "; metrics ", metrics_path, "; loss curve ", plot);
-  }
-  hang_detection.reset();  // before the store goes away
-  world->shutdown();
+  finish(run, last_loss);
   return 0;
 }
 
