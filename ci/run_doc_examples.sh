@@ -71,7 +71,10 @@ skip needs root; shows a FAIL of a 64 MiB /dev/shm by design	unshare --mount --p
 full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp --max-steps 20
 skip Llama 3.2 1B at TP 4: hours on a CPU	ddx launch -np 4 -- ddx train --strategy tp --tp 4 --sequence-parallel -m llama-3.2-1b -e run1
 full	ddx parity --strategies tp,tp-sp,tp-accum2,fsdp --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
-skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_FAULT=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
+full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=40' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
+full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster	ddx validate --launcher "mpiexec -n 16" --min-busbw 20 --out acceptance/
 skip 8 ranks with --keep-going: minutes on a CPU	ddx validate --np 8 --keep-going

@@ -1,5 +1,5 @@
 // `ddx validate` end to end at 2 ranks (every stage PASSes, one report), and with a planted
-// wrong collective (DDX_TEST_PERTURB) the report FAILs at the selfcheck and runs nothing after.
+// wrong collective (DDX_FAULT=corrupt-collective) the report FAILs at the selfcheck and runs nothing after.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -39,7 +39,7 @@ TEST(Validate, EveryStagePassesAtTwoRanksAndOneReportLinksThemAll) {
 
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
   const std::string dir = scratch_dir("validate", "planted");
-  RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_TEST_PERTURB", "corrupt:all_reduce:1"}}, 300);
+  RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_FAULT", "corrupt-collective@rank=1"}}, 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "validate: FAIL")) << r.output;
   const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <stdexcept>
 #include <unistd.h>
 
 #include "data/dataset.h"
@@ -20,9 +22,11 @@
 #include "ddx/hang_detection.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
-#include "ddx/test_perturbation.h"
+#include "faults/faults.h"
+#include "faults/parameter_faults.h"
 #include "models/causal_lm.h"
 #include "train/checkpoint.h"
+#include "train/detectors.h"
 #include "train/gpu_stats.h"
 #include "train/loss_plot.h"
 #include "train/lr_schedule.h"
@@ -144,9 +148,9 @@ std::string timestamp() {
 }
 
 // Loads the blocks at global-batch positions [first_position, first_position + ids.size())
-// into tensors on `device`.
+// into tensors on `device`; `uneven_tokens` masks labels as --uneven-tokens says.
 MicroBatch load_micro_batch(const data::TokenBlocks& blocks, const std::vector<int64_t>& block_ids,
-                            int64_t first_position, torch::Device device) {
+                            int64_t first_position, torch::Device device, bool uneven_tokens) {
   const int64_t b = static_cast<int64_t>(block_ids.size()), T = blocks.seq_length();
   auto raw = torch::empty({b, T + 1}, torch::kInt32);
   for (int64_t i = 0; i < b; ++i) blocks.block(block_ids[i], raw.data_ptr<int32_t>() + i * (T + 1));
@@ -156,7 +160,7 @@ MicroBatch load_micro_batch(const data::TokenBlocks& blocks, const std::vector<i
   // would share storage, so masking labels would rewrite inputs.
   mb.inputs = tokens.narrow(1, 0, T).clone();
   mb.labels = tokens.narrow(1, 1, T).clone();
-  if (test_breaks().uneven_tokens) {
+  if (uneven_tokens) {
     // Position p ignores its first ((7p mod 13) mod T/2) labels, so ranks hold different
     // token counts at every world size the suite uses.
     for (int64_t i = 0; i < b; ++i) {
@@ -198,7 +202,7 @@ int run_training(TrainOptions o) {
   pg.store_timeout = std::max(pg.collective_timeout, std::chrono::milliseconds(60000));
   pg.enable_nccl = device.is_cuda();
   auto world = World::init(info, pg);
-  install_test_perturbations(world->rank());
+  faults::install_collective_faults(world->rank(), world->size());
   const bool rank0 = world->rank() == 0;
 
   models::ModelConfig model = models::resolve_model_config(o.model);
@@ -212,10 +216,15 @@ int run_training(TrainOptions o) {
   json run_config = {{"model", json::parse(model.to_json())}, {"seq_length", o.seq_length},
                      {"dataset", o.dataset}, {"tokenizer", tokenizer->fingerprint()}, {"seed", o.seed},
                      {"dtype", o.dtype}};
+  if (o.uneven_tokens) run_config["uneven_tokens"] = true;  // other data: resuming without it is refused
   agree_on(*world, "the model configuration", model.hash());
 
   StrategyContext context{o, model, *world, device, dtype};
   strategy->setup(context);
+  if ((o.nan_check || o.replica_check_freq > 0) && strategy->local_parameters().empty()) {
+    throw UsageError(std::string(o.nan_check ? "--nan-check" : "--replica-check-freq") + ": --strategy " + o.strategy +
+                     " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
+  }
   const int dp = strategy->dp_size(), dp_rank = strategy->dp_rank();
   const int64_t global_batch = o.global_batch(dp);
   run_config["global_batch"] = global_batch;
@@ -225,6 +234,7 @@ int run_training(TrainOptions o) {
   const int64_t steps_per_epoch = sampler.steps_per_epoch();
   int64_t total_steps = o.num_epochs * steps_per_epoch;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  faults::set_rank(world->rank(), world->size(), total_steps);  // a fault past the last step is a usage error
 
   // Experiment folder, resume.
   const std::string exp_dir = o.experiment_name.empty() ? "" : o.save_dir + "/" + o.experiment_name;
@@ -232,12 +242,13 @@ int run_training(TrainOptions o) {
   int64_t start_step = 0;
   if (!exp_dir.empty()) {
     checkpoints = std::make_unique<CheckpointDir>(exp_dir);
-    if (auto latest = checkpoints->latest()) {
-      TrainerState state = checkpoints->verify(*latest, run_config);
-      strategy->load_state(*latest);
+    // A torn or corrupt newest checkpoint (checksums) falls back to the one before, loudly.
+    if (auto latest = checkpoints->latest_valid(run_config, [&](const std::string& why) { if (rank0) log::warn(why); })) {
+      const auto& [folder, state] = *latest;
+      strategy->load_state(folder);
       restore_rng_state(state.rng_state);
       start_step = state.step;
-      log::info("resuming from ", *latest, " at step ", start_step);
+      log::info("resuming from ", folder, " at step ", start_step);
     }
   }
   MetricsFile metrics;
@@ -270,11 +281,13 @@ int run_training(TrainOptions o) {
   }
 
   ProgressBar progress(total_steps, o.progress && rank0);
+  StragglerWatch stragglers(o.straggler_factor, 3);
   double window_loss = 0;
   int64_t window_steps = 0;
   double last_loss = 0;
   for (int64_t step = start_step; step < total_steps; ++step) {
     const auto t_step = std::chrono::steady_clock::now();
+    faults::at_step(step + 1);  // the injection point of process and compute faults (a straggler's sleep counts)
     const int64_t epoch = step / steps_per_epoch, step_in_epoch = step % steps_per_epoch;
     const double lr = learning_rate(step, o.lr, o.warmup_steps, o.lr_decay_steps);
     PhaseTimes times;
@@ -289,7 +302,7 @@ int run_training(TrainOptions o) {
       for (int64_t m = 0; m < o.grad_accum; ++m) {
         const int64_t begin = m * o.batch_size * dp + dp_rank * o.batch_size;
         std::vector<int64_t> mine(ids.begin() + begin, ids.begin() + begin + o.batch_size);
-        micro.push_back(load_micro_batch(*blocks, mine, begin, device));
+        micro.push_back(load_micro_batch(*blocks, mine, begin, device, o.uneven_tokens));
         local_tokens += micro.back().labels.ne(-100).sum().item<int64_t>();
       }
     }
@@ -298,11 +311,15 @@ int run_training(TrainOptions o) {
     int64_t global_tokens = local_tokens;
     if (Group* g = strategy->dp_group()) {
       auto count = torch::tensor({local_tokens}, torch::kInt64);
+      const auto t_wait = std::chrono::steady_clock::now();
       all_reduce(*g, count).wait();
+      // Waiting here is waiting for the slowest rank to start its step: comm wait, not work.
+      times.comm_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
       global_tokens = count.item<int64_t>();
     }
     double loss_scale = 1.0 / static_cast<double>(global_tokens);
     if (test_breaks().local_mean) loss_scale = 1.0 / (static_cast<double>(local_tokens) * dp);  // the bug, on purpose
+    loss_scale *= faults::gradient_factor();  // NaN/Inf when a nan fault fires here
     double local_loss_sum = 0;
     for (int64_t m = 0; m < o.grad_accum; ++m) {
       CallSite site("step " + std::to_string(step + 1) + " micro " + std::to_string(m));
@@ -310,11 +327,27 @@ int run_training(TrainOptions o) {
     }
     micro.clear();
     double grad_norm = 0;
+    bool skipped = false;
     {
       CallSite site("step " + std::to_string(step + 1) + " update");
+      // Local gradients, before finish_gradients replaces them with the reduced ones.
+      const std::string non_finite = o.nan_check ? check_gradients_finite(*strategy, world->world(), step + 1) : "";
       times.comm_wait += strategy->finish_gradients();
       PhaseTimer t(times.update, device);
-      grad_norm = strategy->optimizer_step(lr, o.max_grad_norm);
+      if (!non_finite.empty() && o.on_nan == "stop") throw std::runtime_error("nan-check: " + non_finite + "; stopping (--on-nan stop)");
+      if (!non_finite.empty()) {
+        if (rank0) log::warn("nan-check: ", non_finite, "; the step's update is skipped (--on-nan skip)");
+        drop_gradients(*strategy);
+        skipped = true;
+        grad_norm = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        grad_norm = strategy->optimizer_step(lr, o.max_grad_norm);
+      }
+      faults::inject_parameter_faults(strategy->local_parameters());  // bitflip: after the update, into the weights
+    }
+    if (o.replica_check_freq > 0 && (step + 1) % o.replica_check_freq == 0 && strategy->dp_group()) {
+      const std::string diverged = check_replicas(*strategy, *strategy->dp_group(), step + 1);
+      if (!diverged.empty()) throw std::runtime_error("replica-check: " + diverged + "; stopping");
     }
     // Loss and the preemption flags, agreed by every rank in one small all-reduce.
     auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
@@ -349,9 +382,13 @@ int run_training(TrainOptions o) {
       auto all = torch::zeros({world->size() * 2}, torch::kFloat64);
       all_gather(world->world(), all, mine).wait();
       int slowest = 0;
-      for (int r = 1; r < world->size(); ++r) {
+      std::vector<double> busy_s(world->size());
+      for (int r = 0; r < world->size(); ++r) {
         if (all[2 * r].item<double>() > all[2 * slowest].item<double>()) slowest = r;
+        busy_s[r] = all[2 * r].item<double>() - all[2 * r + 1].item<double>();
       }
+      const std::string straggler = stragglers.observe(done, busy_s);
+      if (rank0 && !straggler.empty()) log::warn(straggler);
       if (rank0) {
         const HostMemory host = host_memory();
         const MemoryAccounting mem = strategy->memory();
@@ -368,6 +405,8 @@ int run_training(TrainOptions o) {
                        {"optimizer_bytes", mem.optimizer_bytes}, {"unsharded_peak_bytes", mem.unsharded_peak_bytes},
                        {"world_size", world->size()}, {"strategy", o.strategy}};
         if (!checksum.empty()) record["param_checksum"] = checksum;
+        if (auto injected = faults::report_entry(); !injected.empty()) record["injected_faults"] = injected;
+        if (skipped) record["update_skipped"] = true;
         // Model FLOPs utilisation: 6 FLOPs per parameter per token (forward + backward),
         // against the device's dense peak; GPU only.
         if (auto peak = peak_flops(device, dtype)) {
@@ -402,11 +441,13 @@ int run_training(TrainOptions o) {
       }
       barrier(world->world()).wait();
       strategy->save_state(staging);
+      faults::during_checkpoint(staging);  // ckpt-torn, disk-full: before the checkpoint is complete
       barrier(world->world()).wait();
       if (rank0) {
         TrainerState state{done, done / steps_per_epoch, done % steps_per_epoch, rng_state_hex(), run_config};
         const std::string folder = checkpoints->commit(done, state, static_cast<int>(o.keep_checkpoints));
         log::info("checkpoint ", folder);
+        faults::after_checkpoint(folder);  // ckpt-corrupt: bytes of the newest checkpoint changed
       }
       barrier(world->world()).wait();
     }
