@@ -78,11 +78,11 @@ skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the s
 full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp --max-steps 20
 skip Llama 3.2 1B at TP 4: hours on a CPU	ddx launch -np 4 -- ddx train --strategy tp --tp 4 --sequence-parallel -m llama-3.2-1b -e run1
 full	ddx parity --strategies tp,tp-sp,tp-accum2,fsdp --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
-skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_FAULT=tp-no-input-reduce ddx parity --strategies tp --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
 full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp --max-steps 20
 full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 --dp-replicate -m debug-tp --max-steps 20
 full	ddx parity --strategies 2d,2d-replicate --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
-skip a planted bug: the suite fails by design	DDX_TEST_BREAK=tp-no-input-reduce ddx parity --strategies 2d --world-sizes 4 --steps 6 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design	DDX_FAULT=tp-no-input-reduce ddx parity --strategies 2d --world-sizes 4 --steps 6 --no-determinism --uneven-tokens
 full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp -b 4 -e twod --max-steps 6 --ckpt-freq 3
 full	ls outputs/twod/checkpoints/step_000000006
 full	ddx checkpoint consolidate outputs/twod/checkpoints/step_000000006 -o twod-hf
@@ -92,10 +92,13 @@ full	ddx launch -np 4 -- ddx train --strategy pp --pp 2 -m debug-pp -b 4 --micro
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule gpipe -s 64 --max-steps 2 --pp-trace pp-gpipe.svg
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule 1f1b -s 64 --max-steps 2 --pp-trace pp-1f1b.svg
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule interleaved-1f1b --pp-virtual-stages 2 -s 64 --max-steps 2 --pp-trace pp-interleaved-1f1b.svg
-skip a deliberate hang: waits out the collective timeout and fails by design	DDX_TEST_PERTURB="delay:send:1:30000" ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 2 --collective-timeout 3 --trace-dir traces
+skip a deliberate hang: waits out the collective timeout and fails by design	DDX_FAULT='slow-link@rank=1,op=send,ms=30000' ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 2 --collective-timeout 3 --trace-dir traces
 skip needs the hang run above	ddx analyze traces
 full	ddx parity --strategies ddp,ddp-accum2,fsdp,tp,pp-gpipe,pp-1f1b,pp-interleaved,pp-dp --world-sizes 2,4 --steps 6 --no-determinism --uneven-tokens
-skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_TEST_BREAK=pp-double-microbatch ddx parity --strategies pp-1f1b --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_FAULT=pp-double-microbatch ddx parity --strategies pp-1f1b --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
+cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
+full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=40' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
+full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going

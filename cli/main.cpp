@@ -12,6 +12,7 @@
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
+#include "faults/faults.h"
 
 namespace {
 
@@ -65,6 +66,8 @@ int main(int argc, char** argv) {
   // stack intact, which prints the trace and writes the error file.
   try {
     ddx::log::configure_from_env();
+    // First, so a leaked DDX_FAULT or a --fault is on the first line of every log.
+    ddx::faults::announce();
     log_startup(argc, argv);
     for (auto& [sub, run] : commands) {
       if (sub->parsed()) return run();

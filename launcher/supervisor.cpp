@@ -13,6 +13,7 @@
 
 #include "ddx/env.h"
 #include "ddx/error_report.h"
+#include "faults/faults.h"
 #include "launcher/failure_report.h"
 #include "launcher/orphan_cleanup.h"
 #include "launcher/output_pump.h"
@@ -230,10 +231,13 @@ int run_supervised(const LaunchOptions& options) {
   RunDirectory run_dir(options.log_dir);
   int world_size = options.nnodes * options.nproc_per_node;
   int attempts_allowed = options.max_restarts + 1;
+  // Workers inherit DDX_FAULT and get any --fault: the start line says so, never a clean-looking run.
+  const std::string fault_note = faults::launch_note(launcher_env, options.command);
   say("starting " + std::to_string(options.nproc_per_node) + " workers (node " +
       std::to_string(options.node_rank) + " of " + std::to_string(options.nnodes) +
       ", world size " + std::to_string(world_size) + ", master " + options.master_addr + ":" +
-      std::to_string(options.master_port) + ", run id " + options.run_id + ")");
+      std::to_string(options.master_port) + ", run id " + options.run_id + ")" +
+      (fault_note.empty() ? "" : "; " + fault_note));
 
   for (int restart = 0; restart < attempts_allowed; ++restart) {
     WorkerGroup group = WorkerGroup::spawn(options, launcher_env, restart, run_dir.attempt(restart),

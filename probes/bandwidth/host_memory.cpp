@@ -4,16 +4,15 @@
 #include <limits>
 #include <sstream>
 
-#include "ddx/env.h"
+#include "faults/faults.h"
 
 namespace ddx::bw {
 
 size_t available_host_memory() {
-  // Test-only override, so tests can prove that sizes too large are reduced without
-  // allocating the machine's memory. Deliberately not a flag. Parsed strictly: a malformed
-  // value read as 0 would mean "unknown", i.e. no limit, and the test would prove nothing.
-  if (auto forced = env_get(current_env(), "DDX_TEST_HOST_MEMORY")) {
-    return static_cast<size_t>(parse_int("DDX_TEST_HOST_MEMORY", *forced, 1, std::numeric_limits<long long>::max()));
+  // The host-memory test switch (faults/kinds/host_memory.cpp), so tests can prove that sizes
+  // too large are reduced without allocating the machine's memory. Deliberately not a flag.
+  if (const faults::FaultSpec* forced = faults::find("host-memory")) {
+    return static_cast<size_t>(forced->int_param("bytes", 1, 1, std::numeric_limits<int64_t>::max()));
   }
   std::ifstream in("/proc/meminfo");
   std::string line;

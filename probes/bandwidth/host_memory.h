@@ -8,7 +8,7 @@
 
 namespace ddx::bw {
 
-// MemAvailable from /proc/meminfo in bytes (DDX_TEST_HOST_MEMORY=<bytes> overrides it in
+// MemAvailable from /proc/meminfo in bytes (DDX_FAULT=host-memory@bytes=N overrides it in
 // tests); 0 when unknown.
 size_t available_host_memory();
 // Bytes per buffer for one of `local_ranks` ranks sharing `available` bytes.

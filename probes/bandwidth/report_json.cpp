@@ -12,6 +12,7 @@
 
 #include "bandwidth/report.h"
 #include "ddx/env.h"
+#include "faults/faults.h"
 
 namespace ddx::bw {
 namespace {
@@ -130,6 +131,7 @@ std::string sweep_json(const SweepReport& report, const BandwidthOptions& o,
                               {"busbw_okay", v.busbw_ok}});
   }
   json doc = {{"version", 3},
+              {"injected_faults", faults::report_entry()},
               {"start_time", start_time},
               {"args", o.args},
               {"env", relevant_env()},
@@ -165,6 +167,7 @@ std::string pairs_json(const PairReport& report, const BandwidthOptions& o) {
     slow_ranks.push_back(s);
   }
   json doc = {{"version", 3},
+              {"injected_faults", faults::report_entry()},
               {"args", o.args},
               {"devices", devices(report.ranks)},
               {"ddx", {{"mode", "pairs"}, {"engine", report.engine}, {"nranks", report.nranks},

@@ -139,4 +139,9 @@ const std::vector<RedOp>& all_redops() {
   return v;
 }
 
+const char* record_name(Collective c, bool send_side) {
+  if (c == Collective::SendRecv) return send_side ? "send" : "recv";
+  return c == Collective::AllToAll ? "all_to_all" : name(c);  // the rest are spelled alike
+}
+
 }  // namespace ddx::bw

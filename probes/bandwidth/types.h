@@ -16,6 +16,9 @@ enum class RedOp { Sum, Prod, Min, Max, Avg, None };
 const char* name(Collective c);  // "all_reduce", "all_gather", ..., "alltoall", "sendrecv"
 const char* name(DataType t);    // "int8", ..., "half", "float", "double", "bfloat16"
 const char* name(RedOp op);      // "sum", "prod", "min", "max", "avg", "none"
+// The collective layer's record name of the op (all_reduce, ..., send, recv), the name fault
+// specs use (op=...): a sendrecv sends (send_side) and writes a recv's result.
+const char* record_name(Collective c, bool send_side);
 
 // "all_reduce_perf": the nccl-tests binary the collective corresponds to.
 std::string perf_name(Collective c);

@@ -233,4 +233,8 @@ CheckOutcome check_received(const DataPattern& p, int peer, size_t count, const 
   return out;
 }
 
+void add_one_to_first(DataType t, void* buffer, size_t count) {
+  if (count > 0) store_element(t, buffer, 0, load_element(t, buffer, 0) + 1);
+}
+
 }  // namespace ddx::bw

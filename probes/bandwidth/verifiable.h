@@ -36,6 +36,8 @@ void fill_input(const DataPattern& p, int rank, size_t count, void* buffer);
 double load_element(DataType t, const void* buffer, size_t i);
 void store_element(DataType t, void* buffer, size_t i, double value);
 double round_trip(DataType t, double value);
+// Adds 1 to element 0 (nothing when count is 0): what an injected corrupt-collective does.
+void add_one_to_first(DataType t, void* buffer, size_t count);
 
 // IEEE half and bfloat16 conversions (round to nearest even).
 uint16_t float_to_half(float f);

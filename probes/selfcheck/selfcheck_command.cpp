@@ -10,8 +10,8 @@
 #include "ddx/hang_detection.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
-#include "ddx/test_perturbation.h"
 #include "ddx/text.h"
+#include "faults/faults.h"
 #include "selfcheck.h"
 
 namespace ddx::cli {
@@ -67,7 +67,7 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
             pg.enable_nccl = options->device == "cuda";
             const auto t0 = std::chrono::steady_clock::now();
             auto world = World::init(info, pg);
-            install_test_perturbations(world->rank());
+            faults::install_collective_faults(world->rank(), world->size());
             // A selfcheck that hangs leaves flight-recorder dumps when DDX_TRACE_DIR is set.
             // Dump and go on: a failed collective is reported in the selfcheck's own table.
             HangOptions hang_defaults;

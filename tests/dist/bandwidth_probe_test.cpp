@@ -56,6 +56,7 @@ void expect_all_correct(const std::string& json_path, int ranks, const std::stri
   EXPECT_EQ(j["ddx"]["nranks"], ranks);
   EXPECT_EQ(j["devices"].size(), static_cast<size_t>(ranks));
   EXPECT_EQ(j["out_of_bounds"]["count"], 0);
+  EXPECT_EQ(j["injected_faults"], nlohmann::json::array());  // a clean run says so too
   std::set<std::string> collectives;
   for (const auto& r : j["results"]) {
     collectives.insert(r["ddx"]["collective"].get<std::string>());
@@ -106,7 +107,7 @@ TEST(BandwidthProbe, CorruptedResultIsCountedWrongOnGloo) {
   const std::string dir = scratch("corrupt-gloo");
   RunResult r = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "4K", "-e", "4K", "-n", "2", "-c", "1",
                                               "--json", dir + "/bw.json"}),
-                        {{"DDX_TEST_PERTURB", "corrupt:all_reduce:1"}});
+                        {{"DDX_FAULT", "corrupt-collective@rank=1,op=all_reduce"}});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("# Out of bounds values : 2 FAILED"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("# First wrong value: all_reduce float sum 4096 B out-of-place, rank 1 element 0"),
@@ -115,13 +116,15 @@ TEST(BandwidthProbe, CorruptedResultIsCountedWrongOnGloo) {
   auto j = nlohmann::json::parse(read_file(dir + "/bw.json"));
   EXPECT_EQ(j["results"][0]["out_of_place"]["nwrong"].get<double>(), 1);
   EXPECT_EQ(j["out_of_bounds"]["okay"], false);
+  // The report says the result was faulted on purpose (a clean report has an empty list).
+  EXPECT_EQ(j["injected_faults"], nlohmann::json::array({"DDX_FAULT corrupt-collective@rank=1,op=all_reduce"}));
 }
 
 TEST(BandwidthProbe, CorruptedResultIsCountedWrongOnMpi) {
   const std::string dir = scratch("corrupt-mpi");
   RunResult r = run_cmd(dir, under_mpiexec(2, {"--engine", "mpi", "--op-list", "all_gather", "-b", "4K", "-e", "4K",
                                                "-n", "2", "-c", "1"}),
-                        {{"DDX_TEST_PERTURB", "corrupt:all_gather:0"}});
+                        {{"DDX_FAULT", "corrupt-collective@rank=0,op=all_gather"}});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("FAILED"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 0 element 0"), std::string::npos) << r.output;
@@ -139,7 +142,7 @@ TEST(BandwidthProbe, PairwiseFindsADelayedRankOnGloo) {
   const std::string dir = scratch("pairs-gloo");
   RunResult r = run_cmd(dir, under_launch(4, {"--engine", "gloo", "--pairs", "-e", "64K", "-n", "4", "-w", "1",
                                               "--json", dir + "/pairs.json"}),
-                        {{"DDX_TEST_PERTURB", "delay:send:2:40"}});
+                        {{"DDX_FAULT", "slow-link@rank=2,op=send,ms=40"}});
   expect_rank2_named_slow(r);
   auto j = nlohmann::json::parse(read_file(dir + "/pairs.json"));
   ASSERT_EQ(j["ddx"]["slow_ranks"].size(), 1u);
@@ -151,7 +154,7 @@ TEST(BandwidthProbe, PairwiseFindsADelayedRankOnGloo) {
 TEST(BandwidthProbe, PairwiseFindsADelayedRankOnMpi) {
   const std::string dir = scratch("pairs-mpi");
   RunResult r = run_cmd(dir, under_mpiexec(4, {"--engine", "mpi", "--pairs", "-e", "64K", "-n", "4", "-w", "1"}),
-                        {{"DDX_TEST_PERTURB", "delay:send:2:40"}});
+                        {{"DDX_FAULT", "slow-link@rank=2,op=send,ms=40"}});
   expect_rank2_named_slow(r);
 }
 
@@ -167,7 +170,7 @@ TEST(BandwidthProbe, HungRankEndsTheProbeWithinTimeout) {
   const std::string dir = scratch("hang");
   // Rank 1 sleeps a minute before its all_reduce; -T 5 must end the job long before that.
   RunResult r = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "4K", "-e", "4K", "-n", "2", "-T", "5"}),
-                        {{"DDX_TEST_PERTURB", "delay:all_reduce:1:60000"}}, 45);
+                        {{"DDX_FAULT", "slow-link@rank=1,op=all_reduce,ms=60000"}}, 45);
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("TIMED OUT"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("made no progress for 5 s (-T/--timeout)"), std::string::npos) << r.output;
@@ -176,14 +179,15 @@ TEST(BandwidthProbe, HungRankEndsTheProbeWithinTimeout) {
 TEST(BandwidthProbe, SizesBeyondMemoryAreReducedNotFatal) {
   const std::string dir = scratch("memory");
   RunResult r = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "1M", "-e", "1T", "-n", "1", "-c", "1"}),
-                        {{"DDX_TEST_HOST_MEMORY", "4000000"}});
+                        {{"DDX_FAULT", "host-memory@bytes=4000000"}});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("# Reducing maxBytes to 533312 due to memory limitation"), std::string::npos) << r.output;
   // A malformed test limit is refused, not read as "unknown memory, no limit".
   RunResult bad = run_cmd(dir, {DDX_BIN, "probe", "bandwidth", "--engine", "gloo", "-b", "1K", "-e", "1T", "-n", "1"},
-                          {{"DDX_TEST_HOST_MEMORY", "4e6"}}, 60);
+                          {{"DDX_FAULT", "host-memory@bytes=4e6"}}, 60);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("ddx: error: DDX_TEST_HOST_MEMORY='4e6' is not an integer"), std::string::npos)
+  EXPECT_NE(bad.output.find("ddx: error: DDX_FAULT 'host-memory@bytes=4e6' bytes='4e6' is not an integer"),
+            std::string::npos)
       << bad.output;
 }
 

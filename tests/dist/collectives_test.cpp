@@ -71,7 +71,7 @@ TEST(Selfcheck, ReportsCorruptedResultWithRankAndOffset) {
   RunResult r = run_cmd("corrupt",
               launch(3, {DDX_BIN, "probe", "selfcheck", "--sizes", "7", "--dtypes", "float32",
                          "--json", dir + "/r.json"}),
-              {{"DDX_TEST_PERTURB", "corrupt:all_gather:1"}});
+              {{"DDX_FAULT", "corrupt-collective@rank=1,op=all_gather"}});
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("all_gather"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
@@ -86,9 +86,9 @@ TEST(Selfcheck, ReportsCorruptedResultWithRankAndOffset) {
 // process, and the selfcheck still passes, because every test starts its processes without
 // the DDX_* variables it did not set itself (process_helpers.h).
 TEST(Selfcheck, LeakedTestVariableDoesNotReachWorkers) {
-  ASSERT_EQ(::setenv("DDX_TEST_PERTURB", "corrupt:all_gather:1", 1), 0);
+  ASSERT_EQ(::setenv("DDX_FAULT", "corrupt-collective@rank=1,op=all_gather", 1), 0);
   RunResult r = run_cmd("leaked", launch(2, {DDX_BIN, "probe", "selfcheck", "--sizes", "7", "--dtypes", "float32"}));
-  ::unsetenv("DDX_TEST_PERTURB");
+  ::unsetenv("DDX_FAULT");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("all PASS"), std::string::npos) << r.output;
 }

@@ -161,7 +161,7 @@ TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
   const Broken& b = GetParam();
   Outcome o = run_parity("self-" + b.tag, {"--strategies", b.variant, "--world-sizes", "2", "--steps", "6",
                                            "--no-determinism", "--uneven-tokens"},
-                         {{"DDX_TEST_BREAK", b.breaks}});
+                         {{"DDX_FAULT", b.breaks}});
   EXPECT_EQ(o.exit_code, 1) << o.output;
   const auto* r = find_run(o.report, b.variant, 2);
   ASSERT_NE(r, nullptr) << o.output;
@@ -170,14 +170,16 @@ TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
   ASSERT_FALSE((*r)["first_bad_step"].is_null()) << r->dump();
   EXPECT_GE((*r)["first_bad_step"].get<int>(), 1);
   EXPECT_NE(o.output.find("FAIL"), std::string::npos) << o.output;
+  // The planted bug is in the report, so it can never pass as a clean result.
+  EXPECT_EQ(o.report["injected_faults"], nlohmann::json::array({"DDX_FAULT " + b.breaks})) << o.report.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
                          ::testing::Values(Broken{"local_mean", "local-mean", "ddp"},
-                                           Broken{"scaled_rank", "scale-grad:1:1.001", "ddp"},
-                                           Broken{"skipped_bucket", "skip-bucket:0", "ddp"},
+                                           Broken{"scaled_rank", "scale-grad@rank=1,factor=1.001", "ddp"},
+                                           Broken{"skipped_bucket", "skip-bucket@bucket=0", "ddp"},
                                            Broken{"fsdp_local_mean", "local-mean", "fsdp"},
-                                           Broken{"fsdp_scaled_rank", "scale-grad:1:1.001", "fsdp"},
+                                           Broken{"fsdp_scaled_rank", "scale-grad@rank=1,factor=1.001", "fsdp"},
                                            Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"},
                                            Broken{"tp_no_input_reduce", "tp-no-input-reduce", "tp"},
                                            Broken{"pp_double_microbatch", "pp-double-microbatch", "pp-1f1b", "pp"}),

@@ -78,8 +78,8 @@ inline std::vector<pid_t> processes_left(const std::string& needle, pid_t group 
   return found;
 }
 
-// The child's environment is this process's, without any DDX_* variable (test switches such as
-// DDX_TEST_PERTURB, fault injection, timeouts, trace folders): one such variable leaked into
+// The child's environment is this process's, without any DDX_* variable (injected faults and
+// test switches in DDX_FAULT, timeouts, trace folders): one such variable leaked into
 // the test run would otherwise reach every worker of every test. A test that wants one passes
 // it in `env_overrides`.
 class ChildProcess {

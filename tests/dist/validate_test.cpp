@@ -1,5 +1,5 @@
 // `ddx validate` end to end at 2 ranks (every stage PASSes, one report with its HTML page),
-// and planted bad stages: a wrong collective (DDX_TEST_PERTURB) FAILs the report at the
+// and planted bad stages: a wrong collective (DDX_FAULT=corrupt-collective) FAILs the report at the
 // selfcheck, a busbw floor no link reaches (--expect) at the bandwidth stage; nothing runs after.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -90,7 +90,7 @@ TEST(Validate, AnUnknownExpectIsOneLineAndRunsNothing) {
 
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
   const std::string dir = scratch_dir("validate", "planted");
-  RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_TEST_PERTURB", "corrupt:all_reduce:1"}}, 300);
+  RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_FAULT", "corrupt-collective@rank=1"}}, 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "validate: FAIL")) << r.output;
   const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));

@@ -17,7 +17,7 @@ namespace ddx::models {
 struct TensorParallel {
   Group* group = nullptr;          // nullptr: not split
   bool sequence_parallel = false;  // activations outside the TP regions split along the sequence
-  // Parity self-test only (DDX_TEST_BREAK=tp-no-input-reduce): copy_to_tp's backward skips its
+  // Parity self-test only (DDX_FAULT=tp-no-input-reduce): copy_to_tp's backward skips its
   // all-reduce, the classic TP bug the suite must catch.
   bool test_skip_input_reduce = false;
   int size() const;

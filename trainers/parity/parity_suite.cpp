@@ -64,16 +64,10 @@ std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, c
     argv.push_back(ddx);
   }
   argv.insert(argv.end(), train_argv.begin(), train_argv.end());
+  if (o.uneven_tokens) argv.push_back("--uneven-tokens");  // a data property every run shares
   std::printf("parity: %-18s at %d rank%s ... ", name.c_str(), world_size, world_size == 1 ? " " : "s");
   std::fflush(stdout);
-  std::map<std::string, std::string> env;
-  if (o.uneven_tokens) {
-    // A data property every run shares (see trainers/train/test_breaks.h), kept alongside any
-    // deliberate break a self-test has put in the environment.
-    const char* current = std::getenv("DDX_TEST_BREAK");
-    env["DDX_TEST_BREAK"] = std::string(current && *current ? std::string(current) + "," : "") + "uneven-tokens";
-  }
-  ProcessOutcome outcome = run_process(argv, env, p.log, o.run_timeout_s);
+  ProcessOutcome outcome = run_process(argv, {}, p.log, o.run_timeout_s);
   report.log_path = p.log;
   report.seconds = outcome.seconds;
   std::vector<StepPoint> curve;

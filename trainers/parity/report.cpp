@@ -7,6 +7,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/svg_plot.h"
+#include "faults/faults.h"
 
 #include <algorithm>
 
@@ -62,6 +63,8 @@ void write_report_json(const std::string& path, const std::vector<StepPoint>& ba
   };
   json j = {{"format", "ddx-parity-report"}, {"version", 1}, {"tolerance_rel", tolerance_rel},
             {"environment", json::parse(environment_json)}, {"baseline", curve_json(baseline)}};
+  // A self-test's planted bug (or a leaked DDX_FAULT) reaches every run: the report says so.
+  if (auto injected = faults::report_entry(); !injected.empty()) j["injected_faults"] = injected;
   bool passed = true;
   json list = json::array();
   for (const RunReport& r : runs) {

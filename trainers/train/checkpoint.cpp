@@ -85,6 +85,20 @@ std::optional<std::string> CheckpointDir::latest() const {
   return all.back().string();
 }
 
+std::optional<std::pair<std::string, TrainerState>> CheckpointDir::latest_valid(
+    const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn) const {
+  const auto all = complete_checkpoints(root_);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      return std::make_pair(it->string(), verify(it->string(), expected_config));
+    } catch (const CorruptCheckpoint& e) {
+      warn(std::string(e.what()) + (std::next(it) == all.rend() ? "; no earlier checkpoint: starting afresh"
+                                                                 : "; falling back to the previous checkpoint"));
+    }
+  }
+  return std::nullopt;
+}
+
 TrainerState CheckpointDir::verify(const std::string& folder, const nlohmann::json& expected) const {
   const std::string state_path = folder + "/trainer_state.json";
   std::ifstream in(state_path);
@@ -92,17 +106,17 @@ TrainerState CheckpointDir::verify(const std::string& folder, const nlohmann::js
   try {
     in >> j;
   } catch (const std::exception& e) {
-    throw UsageError("checkpoint " + folder + " is corrupt: trainer_state.json does not parse (" + e.what() + ")");
+    throw CorruptCheckpoint("checkpoint " + folder + " is corrupt: trainer_state.json does not parse (" + e.what() + ")");
   }
   if (j.value("format", "") != "ddx-checkpoint") {
     throw UsageError("checkpoint " + folder + " is not a ddx checkpoint (trainer_state.json has no format)");
   }
   for (const auto& [name, sum] : j.at("files").items()) {
     const std::string path = folder + "/" + name;
-    if (!fs::exists(path)) throw UsageError("checkpoint " + folder + " is missing " + name);
+    if (!fs::exists(path)) throw CorruptCheckpoint("checkpoint " + folder + " is missing " + name);
     const std::string actual = file_checksum(path);
     if (actual != sum.get<std::string>()) {
-      throw UsageError("checkpoint " + folder + " is corrupt: " + name + " has checksum " + actual +
+      throw CorruptCheckpoint("checkpoint " + folder + " is corrupt: " + name + " has checksum " + actual +
                        ", expected " + sum.get<std::string>());
     }
   }

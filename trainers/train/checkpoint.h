@@ -6,11 +6,21 @@
 // never leaves a half-written checkpoint that looks valid; the last K are kept.
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ddx/errors.h"
+
 namespace ddx::train {
+
+// A checkpoint whose files do not match their checksums, are missing, or whose state does not
+// parse: the previous checkpoint may still be good (a config mismatch is a plain UsageError).
+class CorruptCheckpoint : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
 
 struct TrainerState {
   int64_t step = 0;               // optimizer steps completed
@@ -33,9 +43,14 @@ class CheckpointDir {
 
   // The newest complete checkpoint, if any.
   std::optional<std::string> latest() const;
+  // The newest checkpoint that verifies, with its state: a corrupt one (CorruptCheckpoint) is
+  // passed to `warn` and the one before it tried; nullopt when none is complete. A config
+  // mismatch still throws.
+  std::optional<std::pair<std::string, TrainerState>> latest_valid(
+      const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn) const;
   // Reads and verifies a checkpoint: trainer_state.json parses, every listed file exists
   // with its checksum, and `expected_config` equals the stored one field by field. Throws
-  // UsageError naming the checkpoint and the mismatch.
+  // CorruptCheckpoint or UsageError naming the checkpoint and the mismatch.
   TrainerState verify(const std::string& folder, const nlohmann::json& expected_config) const;
 
  private:

@@ -88,6 +88,10 @@ class Strategy {
 
   // Full parameters by name, float32 on CPU, on every rank (sharded strategies gather).
   virtual std::vector<std::pair<std::string, torch::Tensor>> full_parameters() = 0;
+  // This rank's own live parameter tensors by name in module order, for the detectors (their
+  // gradients for --nan-check, checksums across data-parallel replicas for --replica-check-freq)
+  // and parameter faults. Empty (nothing checked) for a strategy that does not expose them.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> local_parameters() { return {}; }
 
   // Checkpoint contents (collective: every rank calls them). `dir` exists on every rank's
   // filesystem view; strategies decide which rank writes what.

@@ -7,6 +7,7 @@
 #include "ddx/errors.h"
 #include "ddx/text.h"
 #include "train/pp_schedule.h"
+#include "faults/faults.h"
 #include "train/strategy.h"
 
 namespace ddx::train {
@@ -70,6 +71,28 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                  "Record a checksum of the full parameters every N steps (0: only at the end)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
   cmd.add_option("--final-weights", o.final_weights, "Write the final full parameters to this safetensors file");
+  cmd.add_flag("--uneven-tokens", o.uneven_tokens,
+               "Ignore the first ((7p mod 13) mod seq/2) labels of the sequence at global-batch position p, so "
+               "ranks hold different token counts (tests loss normalisation; ddx parity --uneven-tokens)");
+  // Parsed with DDX_FAULT by faults::announce before the command runs (one grammar, one parser).
+  cmd.add_option_function<std::vector<std::string>>(
+         "--fault", [](const std::vector<std::string>& specs) { for (const auto& s : specs) faults::add_flag_spec(s); },
+         "Inject a fault: KIND@rank=R,step=S[,key=value...] (repeatable; kinds in docs/faults.md)")
+      ->group("Fault injection (docs/faults.md)");
+  auto* detectors = "Detectors (docs/faults.md)";
+  cmd.add_flag("--nan-check", o.nan_check,
+               "Before each optimizer step, name the first rank and parameter whose gradient is not finite")
+      ->group(detectors);
+  cmd.add_option("--on-nan", o.on_nan, "What --nan-check does then: stop the run, or skip the step's update")
+      ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str()->group(detectors);
+  cmd.add_option("--replica-check-freq", o.replica_check_freq,
+                 "Every N steps compare parameter checksums across data-parallel replicas and stop naming the "
+                 "diverging rank and parameter (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str()->group(detectors);
+  cmd.add_option("--straggler-factor", o.straggler_factor,
+                 "Warn when a rank's busy time per step exceeds this many times the median rank's for 3 logged "
+                 "steps in a row (0: off)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str()->group(detectors);
   auto* ddp = "Data parallel (ddp)";
   cmd.add_flag("--verify-init", o.verify_init, "Check that every rank built identical weights (checksum) instead of broadcasting rank 0's")->group(ddp);
   cmd.add_option("--bucket-cap-mb", o.bucket_cap_mb, "Gradient bucket size")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);

@@ -44,6 +44,12 @@ struct TrainOptions {
   bool verify_init = false;       // DDP: compare parameter checksums instead of broadcasting
   int64_t checksum_freq = 0;      // parameter checksum in the metrics every N steps (0: at the end)
   std::string final_weights;      // write the full final parameters here (safetensors, ddx names)
+  bool uneven_tokens = false;     // mask a position-dependent prefix of each sequence's labels
+  // Detectors (docs/faults.md).
+  bool nan_check = false;         // non-finite local gradients named before the optimizer step
+  std::string on_nan = "stop";    // stop | skip
+  int64_t replica_check_freq = 0; // parameter checksums across data-parallel replicas every N steps
+  double straggler_factor = 2.0;  // warn when a rank is this much slower than the median (0: off)
 
   // Strategy-specific knobs (read by the strategies that use them).
   double bucket_cap_mb = 25;

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <stdexcept>
 #include <unistd.h>
 
 #include "data/dataset.h"
@@ -20,9 +22,11 @@
 #include "ddx/hang_detection.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
-#include "ddx/test_perturbation.h"
+#include "faults/faults.h"
+#include "faults/parameter_faults.h"
 #include "models/causal_lm.h"
 #include "train/checkpoint.h"
+#include "train/detectors.h"
 #include "train/gpu_stats.h"
 #include "train/loss_plot.h"
 #include "train/lr_schedule.h"
@@ -144,9 +148,9 @@ std::string timestamp() {
 }
 
 // Loads the blocks at global-batch positions [first_position, first_position + ids.size())
-// into tensors on `device`.
+// into tensors on `device`; `uneven_tokens` masks labels as --uneven-tokens says.
 MicroBatch load_micro_batch(const data::TokenBlocks& blocks, const std::vector<int64_t>& block_ids,
-                            int64_t first_position, torch::Device device) {
+                            int64_t first_position, torch::Device device, bool uneven_tokens) {
   const int64_t b = static_cast<int64_t>(block_ids.size()), T = blocks.seq_length();
   auto raw = torch::empty({b, T + 1}, torch::kInt32);
   for (int64_t i = 0; i < b; ++i) blocks.block(block_ids[i], raw.data_ptr<int32_t>() + i * (T + 1));
@@ -156,7 +160,7 @@ MicroBatch load_micro_batch(const data::TokenBlocks& blocks, const std::vector<i
   // would share storage, so masking labels would rewrite inputs.
   mb.inputs = tokens.narrow(1, 0, T).clone();
   mb.labels = tokens.narrow(1, 1, T).clone();
-  if (test_breaks().uneven_tokens) {
+  if (uneven_tokens) {
     // Position p ignores its first ((7p mod 13) mod T/2) labels, so ranks hold different
     // token counts at every world size the suite uses.
     for (int64_t i = 0; i < b; ++i) {
@@ -217,7 +221,7 @@ void set_up(Run& run) {
   run.pg.store_timeout = std::max(run.pg.collective_timeout, std::chrono::milliseconds(60000));
   run.pg.enable_nccl = run.device.is_cuda();
   run.world = World::init(info, run.pg);
-  install_test_perturbations(run.world->rank());
+  faults::install_collective_faults(run.world->rank(), run.world->size());
   run.rank0 = run.world->rank() == 0;
 
   run.model = models::resolve_model_config(o.model);
@@ -231,10 +235,15 @@ void set_up(Run& run) {
   run.run_config = {{"model", json::parse(run.model.to_json())}, {"seq_length", o.seq_length},
                     {"dataset", o.dataset}, {"tokenizer", tokenizer->fingerprint()}, {"seed", o.seed},
                     {"dtype", o.dtype}};
+  if (o.uneven_tokens) run.run_config["uneven_tokens"] = true;  // other data: resuming without it is refused
   agree_on(*run.world, "the model configuration", run.model.hash());
 
   StrategyContext context{o, run.model, *run.world, run.device, run.dtype};
   run.strategy->setup(context);
+  if ((o.nan_check || o.replica_check_freq > 0) && run.strategy->local_parameters().empty()) {
+    throw UsageError(std::string(o.nan_check ? "--nan-check" : "--replica-check-freq") + ": --strategy " + o.strategy +
+                     " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
+  }
   run.global_batch = o.global_batch(run.strategy->dp_size());
   run.run_config["global_batch"] = run.global_batch;
   agree_on(*run.world, "the run configuration", hash_text(run.run_config.dump()));
@@ -243,6 +252,7 @@ void set_up(Run& run) {
   run.steps_per_epoch = run.sampler->steps_per_epoch();
   run.total_steps = o.num_epochs * run.steps_per_epoch;
   if (o.max_steps > 0) run.total_steps = std::min(run.total_steps, o.max_steps);
+  faults::set_rank(run.world->rank(), run.world->size(), run.total_steps);  // a fault past the last step is a usage error
 }
 
 // The experiment folder, and the step to start from (its latest checkpoint's).
@@ -251,12 +261,14 @@ std::string resume(Run& run) {
   const std::string exp_dir = o.experiment_name.empty() ? "" : o.save_dir + "/" + o.experiment_name;
   if (exp_dir.empty()) return exp_dir;
   run.checkpoints = std::make_unique<CheckpointDir>(exp_dir);
-  if (auto latest = run.checkpoints->latest()) {
-    TrainerState state = run.checkpoints->verify(*latest, run.run_config);
-    run.strategy->load_state(*latest);
+  // A torn or corrupt newest checkpoint (checksums) falls back to the one before, loudly.
+  const bool rank0 = run.rank0;
+  if (auto latest = run.checkpoints->latest_valid(run.run_config, [&](const std::string& why) { if (rank0) log::warn(why); })) {
+    const auto& [folder, state] = *latest;
+    run.strategy->load_state(folder);
     restore_rng_state(state.rng_state);
     run.start_step = state.step;
-    log::info("resuming from ", *latest, " at step ", run.start_step);
+    log::info("resuming from ", folder, " at step ", run.start_step);
   }
   return exp_dir;
 }
@@ -307,7 +319,7 @@ StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseT
     for (int64_t m = 0; m < o.grad_accum; ++m) {
       const int64_t begin = m * o.batch_size * dp + dp_rank * o.batch_size;
       std::vector<int64_t> mine(ids.begin() + begin, ids.begin() + begin + o.batch_size);
-      batch.micro.push_back(load_micro_batch(*run.blocks, mine, begin, run.device));
+      batch.micro.push_back(load_micro_batch(*run.blocks, mine, begin, run.device, o.uneven_tokens));
       batch.local_tokens += batch.micro.back().labels.ne(-100).sum().item<int64_t>();
     }
   }
@@ -316,7 +328,10 @@ StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseT
   batch.global_tokens = batch.local_tokens;
   if (Group* g = run.strategy->dp_group()) {
     auto count = torch::tensor({batch.local_tokens}, torch::kInt64);
+    const auto t_wait = std::chrono::steady_clock::now();
     all_reduce(*g, count).wait();
+    // Waiting here is waiting for the slowest rank to start its step: comm wait, not work.
+    times.comm_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
     batch.global_tokens = count.item<int64_t>();
   }
   return batch;
@@ -326,6 +341,7 @@ StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseT
 struct StepResult {
   double loss = 0, grad_norm = 0;
   bool stop = false, checkpoint_now = false;
+  bool update_skipped = false;  // --nan-check --on-nan skip dropped this step's gradients
 };
 
 StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr, PhaseTimes& times) {
@@ -334,6 +350,7 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
   if (test_breaks().local_mean) {
     loss_scale = 1.0 / (static_cast<double>(batch.local_tokens) * run.strategy->dp_size());  // the bug, on purpose
   }
+  loss_scale *= faults::gradient_factor();  // NaN/Inf when a nan fault fires here
   double local_loss_sum = 0;
   {
     CallSite site("step " + std::to_string(step + 1));
@@ -342,9 +359,25 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
   StepResult result;
   {
     CallSite site("step " + std::to_string(step + 1) + " update");
-    times.comm_wait += run.strategy->finish_gradients();
+    Strategy& strategy = *run.strategy;
+    // Local gradients, before finish_gradients replaces them with the reduced ones.
+    const std::string non_finite = o.nan_check ? check_gradients_finite(strategy, run.world->world(), step + 1) : "";
+    times.comm_wait += strategy.finish_gradients();
     PhaseTimer t(times.update, run.device);
-    result.grad_norm = run.strategy->optimizer_step(lr, o.max_grad_norm);
+    if (!non_finite.empty() && o.on_nan == "stop") throw std::runtime_error("nan-check: " + non_finite + "; stopping (--on-nan stop)");
+    if (!non_finite.empty()) {
+      if (run.rank0) log::warn("nan-check: ", non_finite, "; the step's update is skipped (--on-nan skip)");
+      drop_gradients(strategy);
+      result.update_skipped = true;
+      result.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    } else {
+      result.grad_norm = strategy.optimizer_step(lr, o.max_grad_norm);
+    }
+    faults::inject_parameter_faults(strategy.local_parameters());  // bitflip: after the update, into the weights
+  }
+  if (o.replica_check_freq > 0 && (step + 1) % o.replica_check_freq == 0 && run.strategy->dp_group()) {
+    const std::string diverged = check_replicas(*run.strategy, *run.strategy->dp_group(), step + 1);
+    if (!diverged.empty()) throw std::runtime_error("replica-check: " + diverged + "; stopping");
   }
   // Loss and the preemption flags, agreed by every rank in one small all-reduce.
   auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
@@ -369,18 +402,23 @@ struct StepRecord {
   int64_t done = 0, epoch = 0;
   double loss = 0, loss_avg = 0, lr = 0, grad_norm = 0, step_s = 0, tokens_per_s = 0;
   std::string checksum;
+  bool update_skipped = false;
 };
 
-void record_step(Run& run, const StepRecord& s, const PhaseTimes& times) {
+void record_step(Run& run, const StepRecord& s, const PhaseTimes& times, StragglerWatch& stragglers) {
   // The straggler view: every rank's step and comm-wait time, the slowest named.
   World& world = *run.world;
   auto mine = torch::tensor({s.step_s, times.comm_wait}, torch::kFloat64);
   auto all = torch::zeros({world.size() * 2}, torch::kFloat64);
   all_gather(world.world(), all, mine).wait();
   int slowest = 0;
-  for (int r = 1; r < world.size(); ++r) {
+  std::vector<double> busy_s(world.size());
+  for (int r = 0; r < world.size(); ++r) {
     if (all[2 * r].item<double>() > all[2 * slowest].item<double>()) slowest = r;
+    busy_s[r] = all[2 * r].item<double>() - all[2 * r + 1].item<double>();
   }
+  const std::string straggler = stragglers.observe(s.done, busy_s);
+  if (run.rank0 && !straggler.empty()) log::warn(straggler);
   if (!run.rank0) return;
   const HostMemory host = host_memory();
   const MemoryAccounting mem = run.strategy->memory();
@@ -398,6 +436,8 @@ void record_step(Run& run, const StepRecord& s, const PhaseTimes& times) {
                  {"optimizer_bytes", mem.optimizer_bytes}, {"unsharded_peak_bytes", mem.unsharded_peak_bytes},
                  {"world_size", world.size()}, {"strategy", run.o.strategy}};
   if (!s.checksum.empty()) record["param_checksum"] = s.checksum;
+  if (auto injected = faults::report_entry(); !injected.empty()) record["injected_faults"] = injected;
+  if (s.update_skipped) record["update_skipped"] = true;
   // Model FLOPs utilisation: 6 FLOPs per parameter per token (forward + backward),
   // against the device's dense peak; GPU only.
   if (auto peak = peak_flops(run.device, run.dtype)) {
@@ -432,11 +472,13 @@ void save_checkpoint(Run& run, int64_t done) {
   }
   barrier(world.world()).wait();
   run.strategy->save_state(staging);
+  faults::during_checkpoint(staging);  // ckpt-torn, disk-full: before the checkpoint is complete
   barrier(world.world()).wait();
   if (run.rank0) {
     TrainerState state{done, done / run.steps_per_epoch, done % run.steps_per_epoch, rng_state_hex(), run.run_config};
     const std::string folder = run.checkpoints->commit(done, state, static_cast<int>(run.o.keep_checkpoints));
     log::info("checkpoint ", folder);
+    faults::after_checkpoint(folder);  // ckpt-corrupt: bytes of the newest checkpoint changed
   }
   barrier(world.world()).wait();
 }
@@ -445,10 +487,12 @@ void save_checkpoint(Run& run, int64_t done) {
 double train_loop(Run& run) {
   const TrainOptions& o = run.o;
   ProgressBar progress(run.total_steps, o.progress && run.rank0);
+  StragglerWatch stragglers(o.straggler_factor, 3);
   double window_loss = 0, last_loss = 0;
   int64_t window_steps = 0;
   for (int64_t step = run.start_step; step < run.total_steps; ++step) {
     const auto t_step = std::chrono::steady_clock::now();
+    faults::at_step(step + 1);  // the injection point of process and compute faults (a straggler's sleep counts)
     const int64_t epoch = step / run.steps_per_epoch, step_in_epoch = step % run.steps_per_epoch;
     const double lr = learning_rate(step, o.lr, o.warmup_steps, o.lr_decay_steps);
     PhaseTimes times;
@@ -466,6 +510,7 @@ double train_loop(Run& run) {
     record.loss = result.loss;
     record.lr = lr;
     record.grad_norm = result.grad_norm;
+    record.update_skipped = result.update_skipped;
     record.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
     record.tokens_per_s = static_cast<double>(run.global_batch * o.seq_length) / record.step_s;
     const int64_t done = record.done;
@@ -476,7 +521,7 @@ double train_loop(Run& run) {
     if (want_checksum || last) record.checksum = parameter_checksum(*run.strategy);
     if (done % o.log_freq == 0 || last || want_checksum) {
       record.loss_avg = window_loss / static_cast<double>(window_steps);
-      record_step(run, record, times);
+      record_step(run, record, times, stragglers);
       window_loss = 0;
       window_steps = 0;
     }

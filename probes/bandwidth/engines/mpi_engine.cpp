@@ -12,8 +12,9 @@
 #include <string>
 
 #include "bandwidth/host_memory.h"
-#include "bandwidth/test_perturbation.h"
+#include "bandwidth/verifiable.h"
 #include "ddx/errors.h"
+#include "faults/faults.h"
 
 namespace ddx::bw {
 namespace {
@@ -58,7 +59,7 @@ class MpiEngine : public Engine {
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    perturb_ = TestPerturbation::from_env(rank_);
+    faults::set_rank(rank_, size_);
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(version, &len);
@@ -111,7 +112,9 @@ class MpiEngine : public Engine {
   }
 
   void launch(const OpCall& c) override {
-    perturb_.before_launch(c.collective);
+    // The injection point for engines that bypass the collective layer (slow-link sleeps here).
+    const faults::CollectiveCall fault =
+        faults::before_collective(record_name(c.collective, true), record_name(c.collective, false));
     const size_t elt = element_size(c.type);
     const MPI_Datatype t = mpi_type(c.type);
     if (c.count > static_cast<size_t>(INT32_MAX)) {
@@ -165,7 +168,7 @@ class MpiEngine : public Engine {
               "MPI_Sendrecv");
         break;
     }
-    if (!perturb_.empty()) perturb_.after_complete(c.collective, c.type, out, out_count);
+    if (fault.corrupt_result) add_one_to_first(c.type, out, out_count);
   }
 
   void wait_all() override {}
@@ -183,7 +186,6 @@ class MpiEngine : public Engine {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::string library_;
-  TestPerturbation perturb_;
   char* send_ = nullptr;
   char* recv_ = nullptr;
   size_t bytes_ = 0;

@@ -16,7 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "bandwidth/test_perturbation.h"
+#include "bandwidth/verifiable.h"
+#include "faults/faults.h"
+
 #endif
 
 namespace ddx::bw {
@@ -112,7 +114,7 @@ class NcclEngine : public Engine {
     void* scratch = nullptr;
     cuda_check(cudaMalloc(&scratch, sizeof(float)), "cudaMalloc");
     barrier_buf_ = static_cast<float*>(scratch);
-    perturb_ = TestPerturbation::from_env(rank_);
+    faults::set_rank(rank_, size_);
   }
 
   ~NcclEngine() override {
@@ -178,7 +180,9 @@ class NcclEngine : public Engine {
   }
 
   void launch(const OpCall& c) override {
-    perturb_.before_launch(c.collective);
+    // The injection point for engines that bypass the collective layer (slow-link sleeps here).
+    const faults::CollectiveCall fault =
+        faults::before_collective(record_name(c.collective, true), record_name(c.collective, false));
     last_ = c;
     const size_t elt = element_size(c.type);
     const ncclDataType_t t = nccl_type(c.type);
@@ -210,9 +214,9 @@ class NcclEngine : public Engine {
         nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm_);
         break;
     }
-    if (perturb_.corrupts(c.collective)) {
-      // Test-only: corrupt on the host after the op (slow, never used for timing figures). Only
-      // for an op a corrupt spec names: a delay spec must leave the stream asynchronous, or the
+    if (fault.corrupt_result) {
+      // Injected fault: corrupt on the host after the op (slow, never used for timing figures).
+      // Only for an op a corrupt-collective names: slow-link must leave the stream asynchronous, or the
       // pairwise test would time every rank's ops serialised, not just the delayed rank's.
       wait_all();
       const size_t n = c.collective == Collective::AllGather || c.collective == Collective::AllToAll
@@ -220,7 +224,7 @@ class NcclEngine : public Engine {
                            : c.count;
       std::vector<char> host(n * elt);
       cuda_check(cudaMemcpy(host.data(), out, host.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-      perturb_.after_complete(c.collective, c.type, host.data(), n);
+      add_one_to_first(c.type, host.data(), n);
       cuda_check(cudaMemcpy(out, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
     }
   }
@@ -293,7 +297,6 @@ class NcclEngine : public Engine {
   std::vector<cudaEvent_t> events_;
   OpCall last_;
   bool failed_ = false;
-  TestPerturbation perturb_;
 };
 
 }  // namespace

@@ -26,8 +26,8 @@
 #include "ddx/log.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
-#include "ddx/test_perturbation.h"
 #include "ddx/text.h"
+#include "faults/faults.h"
 
 namespace ddx::cli {
 namespace {
@@ -139,7 +139,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
     pg.store_timeout = pg.collective_timeout;
     pg.enable_nccl = false;  // the nccl engine drives NCCL itself; c10d never touches the GPU
     world = World::init(info, pg);
-    install_test_perturbations(world->rank());
+    faults::install_collective_faults(world->rank(), world->size());
     coord = make_store_coordinator(world->store(), world->rank(), world->size());
     watchdog.phase(engine_name + " engine set-up");
     if (engine_name == "gloo") {

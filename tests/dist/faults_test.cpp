@@ -1,0 +1,365 @@
+// Injected faults in real processes (ddx train and ddx probe under ddx launch, Gloo over
+// loopback): each fault happens for real, the launcher and the logs name the faulted rank and
+// step, a faulted process says so on its first log line and in its reports, nothing is left
+// behind, and bad specs are one-line usage errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "process_helpers.h"
+
+namespace ddx::testing {
+namespace {
+
+struct Job {
+  std::string dir;
+  RunResult result;
+  std::vector<nlohmann::json> metrics;
+};
+
+std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// `ddx train` on the debug model (under `ddx launch -np ranks` when ranks > 0); "{dir}" in an
+// extra argument is the job's scratch folder.
+Job train(const std::string& tag, int ranks, std::vector<std::string> extra, std::map<std::string, std::string> env = {},
+          int timeout_s = 180) {
+  Job job;
+  job.dir = scratch_dir("faults", tag);
+  std::vector<std::string> argv;
+  if (ranks > 0) argv = {DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--"};
+  std::vector<std::string> base = {DDX_BIN, "train", "--save-dir", job.dir + "/out", "--metrics-file",
+                                   job.dir + "/metrics.jsonl", "--log-freq", "1", "--no-progress", "--seed", "7",
+                                   "-m", "debug", "-s", "32", "--lr", "3e-3"};
+  if (std::find(extra.begin(), extra.end(), "--collective-timeout") == extra.end()) {
+    base.insert(base.end(), {"--collective-timeout", "20"});
+  }
+  argv.insert(argv.end(), base.begin(), base.end());
+  for (std::string& arg : extra) {
+    if (arg.rfind("{dir}", 0) == 0) arg = job.dir + arg.substr(5);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  job.result = run_in(job.dir, argv, std::move(env), timeout_s);
+  job.metrics = read_metrics(job.dir + "/metrics.jsonl");
+  EXPECT_TRUE(processes_left(job.dir).empty()) << "processes left behind by " << tag;
+  return job;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// --- never silent ---
+
+TEST(Faults, FaultedTrainSaysSoOnItsFirstLineAndInEveryMetricsRecord) {
+  Job job = train("announce", 0, {"--max-steps", "2", "--fault", "straggler@factor=1"});
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(first_line(job.result.output).find("injected faults and test switches are set; results of this process "
+                                               "are not clean: --fault straggler@factor=1"),
+            std::string::npos)
+      << job.result.output;
+  ASSERT_EQ(job.metrics.size(), 2u);
+  for (const auto& record : job.metrics) {
+    EXPECT_EQ(record.at("injected_faults"), nlohmann::json::array({"--fault straggler@factor=1"})) << record.dump();
+  }
+}
+
+TEST(Faults, CleanTrainHasNoFaultLineAndNoFaultKey) {
+  Job job = train("clean", 0, {"--max-steps", "1"});
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_EQ(job.result.output.find("injected faults"), std::string::npos) << job.result.output;
+  ASSERT_EQ(job.metrics.size(), 1u);
+  EXPECT_FALSE(job.metrics[0].contains("injected_faults")) << job.metrics[0].dump();
+}
+
+TEST(Faults, LauncherNamesFaultsOnItsStartLine) {
+  Job job = train("launcher-line", 2, {"--max-steps", "1", "--fault", "slow-link@rank=1,ms=1"},
+                  {{"DDX_FAULT", "straggler@rank=0,factor=1"}});
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("ddx launch: starting 2 workers"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("; injected faults: DDX_FAULT=straggler@rank=0,factor=1; --fault "
+                                   "slow-link@rank=1,ms=1\n"),
+            std::string::npos)
+      << job.result.output;
+}
+
+// --- bad input: one line, exit 2, the valid kinds listed ---
+
+TEST(Faults, BadSpecsAreUsageErrors) {
+  Job unknown = train("bad-kind", 0, {"--max-steps", "2", "--fault", "explode@rank=0"});
+  EXPECT_EQ(unknown.result.exit_code, 2) << unknown.result.output;
+  EXPECT_EQ(unknown.result.output.rfind("ddx: error: --fault 'explode@rank=0': unknown fault kind 'explode' (valid "
+                                        "kinds: kill, segfault, abort, exit, oom, hang,",
+                                        0),
+            0u)
+      << unknown.result.output;
+  EXPECT_EQ(unknown.result.output.find('\n'), unknown.result.output.size() - 1) << unknown.result.output;
+
+  Job rank = train("bad-rank", 2, {"--max-steps", "2", "--fault", "kill@rank=2,step=1"});
+  EXPECT_NE(rank.result.exit_code, 0) << rank.result.output;
+  EXPECT_NE(rank.result.output.find("ddx: error: --fault 'kill@rank=2,step=1': rank 2 is outside the world of 2 "
+                                    "rank(s) (valid kinds: kill,"),
+            std::string::npos)
+      << rank.result.output;
+  EXPECT_NE(rank.result.output.find("exit 2"), std::string::npos) << rank.result.output;
+
+  Job step = train("bad-step", 0, {"--max-steps", "3", "--fault", "kill@rank=0,step=4"});
+  EXPECT_EQ(step.result.exit_code, 2) << step.result.output;
+  EXPECT_NE(step.result.output.find("ddx: error: --fault 'kill@rank=0,step=4': step 4 is past the run's last step 3"),
+            std::string::npos)
+      << step.result.output;
+
+  // The retired switches are refused, not ignored in silence.
+  Job retired = train("retired", 0, {"--max-steps", "1"}, {{"DDX_TEST_BREAK", "uneven-tokens"}});
+  EXPECT_EQ(retired.result.exit_code, 2) << retired.result.output;
+  EXPECT_NE(retired.result.output.find("ddx: error: DDX_TEST_BREAK is no longer read: set DDX_FAULT="),
+            std::string::npos)
+      << retired.result.output;
+  // uneven-tokens is a training option now, not a fault kind.
+  Job uneven = train("uneven-kind", 0, {"--max-steps", "1"}, {{"DDX_FAULT", "uneven-tokens"}});
+  EXPECT_EQ(uneven.result.exit_code, 2) << uneven.result.output;
+  EXPECT_NE(uneven.result.output.find("unknown fault kind 'uneven-tokens'"), std::string::npos) << uneven.result.output;
+}
+
+// --- process faults: the launcher's root cause names the rank, the log names the step ---
+
+struct ProcessFault {
+  std::string spec;
+  std::string status;  // in the launcher's root-cause line
+};
+
+void PrintTo(const ProcessFault& f, std::ostream* os) { *os << f.spec; }
+
+class ProcessFaults : public ::testing::TestWithParam<ProcessFault> {};
+
+TEST_P(ProcessFaults, LauncherNamesTheRankAndNothingIsLeft) {
+  const ProcessFault& f = GetParam();
+  std::string tag = f.spec.substr(0, f.spec.find('@'));
+  Job job = train("process-" + tag, 2, {"--max-steps", "4", "--fault", f.spec});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("Root cause: rank 1 (local rank 1)"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find(f.status), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("fault " + f.spec + " fires on rank 1 at step 3"), std::string::npos)
+      << job.result.output;
+  // Steps 1 and 2 completed before the fault.
+  ASSERT_GE(job.metrics.size(), 2u) << job.result.output;
+  EXPECT_LE(job.metrics.size(), 2u) << job.result.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ProcessFaults,
+                         ::testing::Values(ProcessFault{"kill@rank=1,step=3", "SIGKILL (signal 9)"},
+                                           ProcessFault{"segfault@rank=1,step=3", "SIGSEGV (signal 11)"},
+                                           ProcessFault{"abort@rank=1,step=3", "injected fault abort@rank=1,step=3"},
+                                           ProcessFault{"exit@rank=1,step=3,code=7", "exit 7"},
+                                           ProcessFault{"oom@rank=1,step=3,mib=64", "std::bad_alloc"}),
+                         [](const auto& info) { return info.param.spec.substr(0, info.param.spec.find('@')); });
+
+// --- communication and compute faults ---
+
+TEST(Faults, HungRankIsNamedBehindByTheWatchdog) {
+  Job job = train("hang", 2, {"--max-steps", "4", "--collective-timeout", "3", "--fault", "hang@rank=1,step=3"});
+  EXPECT_NE(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("fault hang@rank=1,step=3 fires on rank 1 at step 3"), std::string::npos)
+      << job.result.output;
+  EXPECT_NE(job.result.output.find("ddx watchdog: all_reduce"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("rank 1 at #"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("<- behind"), std::string::npos) << job.result.output;
+}
+
+TEST(Faults, StragglerIsNamedByTheWarning) {
+  Job job = train("straggler", 2, {"--strategy", "ddp", "--max-steps", "6", "--fault", "straggler@rank=1,factor=10"});
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("straggler: rank 1 was "), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("for 3 logged steps in a row, up to step "), std::string::npos) << job.result.output;
+  // Without the fault, no warning.
+  Job clean = train("no-straggler", 2, {"--strategy", "ddp", "--max-steps", "6"});
+  ASSERT_EQ(clean.result.exit_code, 0) << clean.result.output;
+  EXPECT_EQ(clean.result.output.find("straggler:"), std::string::npos) << clean.result.output;
+}
+
+// --- detectors ---
+
+TEST(Faults, NanCheckNamesTheRankStepAndParameterAndStops) {
+  Job job = train("nan-stop", 2, {"--strategy", "ddp", "--max-steps", "4", "--nan-check", "--fault", "nan@rank=1,step=2"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("nan-check: step 2: non-finite gradient first on rank 1, parameter "),
+            std::string::npos)
+      << job.result.output;
+  EXPECT_NE(job.result.output.find("(non-finite on rank 1); stopping (--on-nan stop)"), std::string::npos)
+      << job.result.output;
+  // Step 1 finished; step 2's update never happened.
+  EXPECT_EQ(job.metrics.size(), 1u) << job.result.output;
+}
+
+TEST(Faults, NanCheckSkipKeepsTheWeightsFinite) {
+  Job job = train("nan-skip", 2,
+                  {"--strategy", "ddp", "--max-steps", "4", "--nan-check", "--on-nan", "skip", "--fault", "nan@rank=0,step=2"});
+  ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("nan-check: step 2: non-finite gradient first on rank 0"), std::string::npos)
+      << job.result.output;
+  ASSERT_EQ(job.metrics.size(), 4u);
+  EXPECT_TRUE(job.metrics[1].value("update_skipped", false)) << job.metrics[1].dump();
+  for (const auto& r : job.metrics) EXPECT_TRUE(r.at("loss").is_number()) << r.dump();
+  EXPECT_TRUE(std::isfinite(job.metrics[3].at("loss").get<double>())) << job.metrics[3].dump();
+  // The same fault without the check poisons the weights: the loss after it is not finite.
+  Job unchecked = train("nan-unchecked", 2, {"--strategy", "ddp", "--max-steps", "4", "--fault", "nan@rank=0,step=2"});
+  ASSERT_EQ(unchecked.metrics.size(), 4u) << unchecked.result.output;
+  EXPECT_FALSE(unchecked.metrics[3].at("loss").is_number() &&
+               std::isfinite(unchecked.metrics[3].at("loss").get<double>()))
+      << unchecked.metrics[3].dump();
+}
+
+TEST(Faults, ReplicaCheckNamesTheBitflippedReplica) {
+  Job job = train("bitflip", 3, {"--strategy", "ddp", "--max-steps", "6", "--replica-check-freq", "2", "--fault",
+                                 "bitflip@rank=2,step=3"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("fault bitflip@rank=2,step=3 fires on rank 2 at step 3: flipping bit 22 of "),
+            std::string::npos)
+      << job.result.output;
+  EXPECT_NE(job.result.output.find("replica-check: step 4: data-parallel replica on rank 2 diverges from the other 2 "
+                                   "in parameter "),
+            std::string::npos)
+      << job.result.output;
+  EXPECT_EQ(job.metrics.size(), 3u) << job.result.output;  // stopped at step 4, before its record
+}
+
+TEST(Faults, ReplicaCheckNamesACorruptedAllReduce) {
+  Job job = train("corrupt-allreduce", 3, {"--strategy", "ddp", "--max-steps", "4", "--replica-check-freq", "1",
+                                           "--fault", "corrupt-collective@rank=1,step=2"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("replica-check: step 2: data-parallel replica on rank 1 diverges from the other 2"),
+            std::string::npos)
+      << job.result.output;
+  // Unchecked, the same run ends "successfully" with one replica silently different.
+  Job unchecked = train("corrupt-unchecked", 3, {"--strategy", "ddp", "--max-steps", "4", "--fault",
+                                                 "corrupt-collective@rank=1,step=2"});
+  EXPECT_EQ(unchecked.result.exit_code, 0) << unchecked.result.output;
+}
+
+TEST(Faults, DetectorsRefuseAStrategyTheyCannotSee) {
+  Job job = train("fsdp-nan", 0, {"--strategy", "fsdp", "--max-steps", "1", "--nan-check"});
+  EXPECT_EQ(job.result.exit_code, 2) << job.result.output;
+  EXPECT_NE(job.result.output.find("ddx: error: --nan-check: --strategy fsdp does not expose its local parameters"),
+            std::string::npos)
+      << job.result.output;
+}
+
+// --- storage: a bad newest checkpoint never costs the valid one before it ---
+
+// Runs 10 steps with checkpoints every 5 and `fault`, then the same run again without it.
+std::pair<Job, Job> checkpoint_then_resume(const std::string& tag, const std::string& fault) {
+  Job faulted = train(tag, 0, {"--max-steps", "10", "--ckpt-freq", "5", "-e", "run", "--fault", fault});
+  // The second run reuses the first one's folder: same experiment, no fault.
+  Job resumed;
+  resumed.dir = faulted.dir;
+  resumed.result = run_in(faulted.dir + "/out",
+                          {DDX_BIN, "train", "--save-dir", faulted.dir + "/out", "--metrics-file",
+                           faulted.dir + "/resumed.jsonl", "--log-freq", "1", "--no-progress", "--seed", "7", "-m",
+                           "debug", "-s", "32", "--lr", "3e-3", "--max-steps", "10", "--ckpt-freq", "5", "-e", "run"},
+                          {}, 180);
+  resumed.metrics = read_metrics(faulted.dir + "/resumed.jsonl");
+  return {faulted, resumed};
+}
+
+TEST(Faults, CorruptCheckpointFallsBackToThePreviousOne) {
+  auto [faulted, resumed] = checkpoint_then_resume("ckpt-corrupt", "ckpt-corrupt@step=10");
+  ASSERT_EQ(faulted.result.exit_code, 0) << faulted.result.output;
+  EXPECT_NE(faulted.result.output.find("fault ckpt-corrupt@step=10 fires on rank 0 at step 10: inverting a byte of "),
+            std::string::npos)
+      << faulted.result.output;
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.output;
+  EXPECT_NE(resumed.result.output.find("checkpoints/step_000000010 is corrupt: "), std::string::npos)
+      << resumed.result.output;
+  EXPECT_NE(resumed.result.output.find("; falling back to the previous checkpoint"), std::string::npos)
+      << resumed.result.output;
+  EXPECT_NE(resumed.result.output.find("checkpoints/step_000000005 at step 5"), std::string::npos) << resumed.result.output;
+  EXPECT_EQ(resumed.metrics.back().at("step"), 10);
+}
+
+TEST(Faults, TornCheckpointIsNeverResumedFrom) {
+  auto [faulted, resumed] = checkpoint_then_resume("ckpt-torn", "ckpt-torn@step=10");
+  EXPECT_EQ(faulted.result.exit_code, -1) << faulted.result.output;  // SIGKILL
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.output;
+  EXPECT_NE(resumed.result.output.find("checkpoints/step_000000005 at step 5"), std::string::npos) << resumed.result.output;
+}
+
+TEST(Faults, DiskFullStopsTheRunAndKeepsTheLastCheckpoint) {
+  auto [faulted, resumed] = checkpoint_then_resume("disk-full", "disk-full@step=10");
+  EXPECT_NE(faulted.result.exit_code, 0) << faulted.result.output;
+  EXPECT_NE(faulted.result.output.find("No space left on device"), std::string::npos) << faulted.result.output;
+  ASSERT_EQ(resumed.result.exit_code, 0) << resumed.result.output;
+  EXPECT_NE(resumed.result.output.find("checkpoints/step_000000005 at step 5"), std::string::npos) << resumed.result.output;
+}
+
+// --- recovery ---
+
+std::vector<double> curve(const std::vector<nlohmann::json>& records) {
+  std::vector<double> out;
+  for (const auto& r : records) out.push_back(r.at("loss").get<double>());
+  return out;
+}
+
+TEST(Faults, RestartResumesBitIdentically) {
+  const std::vector<std::string> run = {"--strategy", "ddp", "--max-steps", "16", "--ckpt-freq", "5", "-e", "run"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = run;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  Job clean = train("restart-clean", 2, with({"--final-weights", "{dir}/final.safetensors"}));
+  ASSERT_EQ(clean.result.exit_code, 0) << clean.result.output;
+  // The launcher restarts the group once; the fault fires on the first attempt only.
+  Job faulted;
+  faulted.dir = scratch_dir("faults", "restart-faulted");
+  std::vector<std::string> argv = {DDX_BIN, "launch", "--nproc-per-node", "2", "--max-restarts", "1", "--",
+                                   DDX_BIN, "train", "--save-dir", faulted.dir + "/out", "--metrics-file",
+                                   faulted.dir + "/metrics.jsonl", "--log-freq", "1", "--no-progress", "--seed", "7",
+                                   "-m", "debug", "-s", "32", "--lr", "3e-3", "--final-weights", faulted.dir + "/final.safetensors",
+                                   "--fault", "kill@rank=1,step=13"};
+  argv.insert(argv.end(), run.begin(), run.end());
+  faulted.result = run_in(faulted.dir, argv, {}, 240);
+  faulted.metrics = read_metrics(faulted.dir + "/metrics.jsonl");
+  EXPECT_TRUE(processes_left(faulted.dir).empty());
+  ASSERT_EQ(faulted.result.exit_code, 0) << faulted.result.output;
+  EXPECT_NE(faulted.result.output.find("attempt 1 failed: rank 1 SIGKILL"), std::string::npos) << faulted.result.output;
+  EXPECT_NE(faulted.result.output.find("resuming from "), std::string::npos) << faulted.result.output;
+  EXPECT_EQ(curve(faulted.metrics), curve(clean.metrics));  // exactly, every step
+  EXPECT_EQ(read_file(faulted.dir + "/final.safetensors"), read_file(clean.dir + "/final.safetensors"));
+}
+
+TEST(Faults, AFaultOnEveryAttemptEndsAfterTheRestarts) {
+  Job job;
+  job.dir = scratch_dir("faults", "restart-loop");
+  job.result = run_in(job.dir,
+                      {DDX_BIN, "launch", "--nproc-per-node", "2", "--max-restarts", "2", "--", DDX_BIN, "train",
+                       "--save-dir", job.dir + "/out", "--no-progress", "-m", "debug", "-s", "32", "--max-steps", "3",
+                       "--fault", "exit@rank=0,step=2,attempt=all"},
+                      {}, 240);
+  EXPECT_TRUE(processes_left(job.dir).empty());
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("attempt 2 failed: rank 0 exit 1"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("Root cause: rank 0"), std::string::npos) << job.result.output;
+  EXPECT_EQ(job.result.output.find("attempt 4"), std::string::npos) << job.result.output;
+}
+
+TEST(Faults, UnevenTokensIsATrainingOption) {
+  Job plain = train("even", 0, {"--max-steps", "2", "-b", "4"});
+  Job uneven = train("uneven", 0, {"--max-steps", "2", "-b", "4", "--uneven-tokens"});
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.output;
+  ASSERT_EQ(uneven.result.exit_code, 0) << uneven.result.output;
+  ASSERT_EQ(plain.metrics.size(), 2u);
+  ASSERT_EQ(uneven.metrics.size(), 2u);
+  EXPECT_NE(plain.metrics[0].at("loss"), uneven.metrics[0].at("loss"));
+  EXPECT_FALSE(uneven.metrics[0].contains("injected_faults"));  // an option, not a fault
+}
+
+}  // namespace
+}  // namespace ddx::testing
