@@ -30,6 +30,7 @@
 #include "train/phase_timer.h"
 #include "train/progress_bar.h"
 #include "train/state_files.h"
+#include "train/top_progress.h"
 #include "train/strategy.h"
 #include "train/test_breaks.h"
 
@@ -260,6 +261,7 @@ int run_training(TrainOptions o) {
   hang_options.check_collectives = hang_options.check_collectives || o.check_collectives;
   hang_options.dump_on_sigterm = false;  // SIGTERM means "checkpoint and stop" here
   auto hang_detection = HangDetection::install(*world, hang_options);
+  if (rank0 && world->size() > 1) announce_job(world->info(), metrics_path);  // for `ddx top --run`
 
   auto previous_term = std::signal(SIGTERM, on_preempt_signal);
   auto previous_usr1 = std::signal(SIGUSR1, on_preempt_signal);
@@ -270,6 +272,7 @@ int run_training(TrainOptions o) {
   }
 
   ProgressBar progress(total_steps, o.progress && rank0);
+  TopProgress top_progress(hang_detection->watchdog(), total_steps);
   double window_loss = 0;
   int64_t window_steps = 0;
   double last_loss = 0;
@@ -278,6 +281,12 @@ int run_training(TrainOptions o) {
     const int64_t epoch = step / steps_per_epoch, step_in_epoch = step % steps_per_epoch;
     const double lr = learning_rate(step, o.lr, o.warmup_steps, o.lr_decay_steps);
     PhaseTimes times;
+    double blocked_s = 0;  // in the loop's own blocking collectives (comm wait for `ddx top`)
+    auto wait_timed = [&blocked_s](Work work) {
+      const auto t0 = std::chrono::steady_clock::now();
+      work.wait();
+      blocked_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
 
     // This rank's micro-batches: micro-step m covers positions [m*b*dp, (m+1)*b*dp) of the
     // global batch, split among data-parallel ranks in rank order.
@@ -298,7 +307,7 @@ int run_training(TrainOptions o) {
     int64_t global_tokens = local_tokens;
     if (Group* g = strategy->dp_group()) {
       auto count = torch::tensor({local_tokens}, torch::kInt64);
-      all_reduce(*g, count).wait();
+      wait_timed(all_reduce(*g, count));
       global_tokens = count.item<int64_t>();
     }
     double loss_scale = 1.0 / static_cast<double>(global_tokens);
@@ -319,12 +328,12 @@ int run_training(TrainOptions o) {
     // Loss and the preemption flags, agreed by every rank in one small all-reduce.
     auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
                                  static_cast<double>(g_checkpoint_requested)}, torch::kFloat64);
-    all_reduce(world->world(), agreed).wait();
+    wait_timed(all_reduce(world->world(), agreed));
     double loss_sum = local_loss_sum;
     if (strategy->dp_group()) {
       // Other mesh dimensions hold copies of the same loss: take the data-parallel sum.
       auto l = torch::tensor({local_loss_sum}, torch::kFloat64);
-      all_reduce(*strategy->dp_group(), l).wait();
+      wait_timed(all_reduce(*strategy->dp_group(), l));
       loss_sum = l.item<double>();
     }
     const bool stop = agreed[1].item<double>() > 0;
@@ -338,6 +347,7 @@ int run_training(TrainOptions o) {
     const double tokens_per_s = static_cast<double>(global_batch * o.seq_length) / step_s;
     const int64_t done = step + 1;
     progress.update(done, loss, tokens_per_s);
+    top_progress.step_done(done, local_tokens, step_s, times.comm_wait + blocked_s);
 
     const bool last = done == total_steps || stop;
     const bool want_checksum = o.checksum_freq > 0 && done % o.checksum_freq == 0;
