@@ -16,6 +16,7 @@ debian_packages=(
   libbackward-cpp-dev libdw-dev
   libgloo-dev   # headers only: the torch wheel ships c10d's Gloo header but not the gloo headers it includes
   mpich libmpich-dev
+  libncurses-dev tmux   # ddx top's terminal view (no FTXUI package in Debian 12), and its tmux test
   python3-venv
 )
 

@@ -105,6 +105,10 @@ skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --
 full	ddx validate --np 2 --out report --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --stage-timeout 240
 skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
 cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
+skip needs a running ddx train job in that run folder (tests/dist/top_test.cpp runs one)	ddx top --run outputs/runs/20261203-071500-4242
+skip a job whose store is on host gpu001	ddx top --master-addr gpu001 --master-port 29500
+skip GPU hosts reachable over ssh, listed in ./hosts	ddx top --hosts hosts
+cheap	ddx top --once
 cheap	echo $?
 full	ddx parity
 full	ddx parity --strategies ddp,ddp-zero1 --world-sizes 2,4 --steps 20 --uneven-tokens --out parity-out

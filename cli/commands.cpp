@@ -13,6 +13,7 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
   commands.push_back(add_checkpoint_command(app));
   commands.push_back(add_doctor_command(app));
   commands.push_back(add_validate_command(app));
+  commands.push_back(add_top_command(app));
   CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, hang, bandwidth, buserror");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));

@@ -27,6 +27,7 @@ Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_co
 Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
 Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
 Subcommand add_validate_command(CLI::App& app);     // validate/validate_command.cpp
+Subcommand add_top_command(CLI::App& app);          // top/top_command.cpp
 #endif
 
 }  // namespace ddx::cli

@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown subcommands (item 4).
         Case{{"trian"},
              "ddx: error: unknown subcommand 'trian'; did you mean 'train'? Subcommands: launch, version, analyze, "
-             "train, parity, checkpoint, doctor, validate, probe (see ddx --help)"},
+             "train, parity, checkpoint, doctor, validate, top, probe (see ddx --help)"},
         Case{{"probe", "bandwith"},
              "ddx: error: unknown subcommand 'bandwith'; did you mean 'bandwidth'? Subcommands: selfcheck, hang, "
              "bandwidth, buserror (see ddx probe --help)"},

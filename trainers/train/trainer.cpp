@@ -34,6 +34,7 @@
 #include "train/phase_timer.h"
 #include "train/progress_bar.h"
 #include "train/state_files.h"
+#include "train/top_progress.h"
 #include "train/strategy.h"
 #include "train/test_breaks.h"
 
@@ -298,6 +299,7 @@ void install_hang_detection(Run& run) {
   hang_options.check_collectives = hang_options.check_collectives || o.check_collectives;
   hang_options.dump_on_sigterm = false;  // SIGTERM means "checkpoint and stop" here
   run.hang_detection = HangDetection::install(*run.world, hang_options);
+  if (run.rank0 && run.world->size() > 1) announce_job(run.world->info(), run.metrics_path);  // for `ddx top --run`
 }
 
 // This rank's micro-batches of one step and the step's global token count.
@@ -382,6 +384,8 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
   // Loss and the preemption flags, agreed by every rank in one small all-reduce.
   auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
                                static_cast<double>(g_checkpoint_requested)}, torch::kFloat64);
+  // Blocking here is waiting for the slowest rank: comm wait (ddx top and the straggler watch read it).
+  const auto t_wait = std::chrono::steady_clock::now();
   all_reduce(run.world->world(), agreed).wait();
   double loss_sum = local_loss_sum;
   if (run.strategy->dp_group()) {
@@ -390,6 +394,7 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
     all_reduce(*run.strategy->dp_group(), l).wait();
     loss_sum = l.item<double>();
   }
+  times.comm_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
   result.stop = agreed[1].item<double>() > 0;
   result.checkpoint_now = agreed[2].item<double>() > 0;
   g_checkpoint_requested = 0;
@@ -488,6 +493,7 @@ double train_loop(Run& run) {
   const TrainOptions& o = run.o;
   ProgressBar progress(run.total_steps, o.progress && run.rank0);
   StragglerWatch stragglers(o.straggler_factor, 3);
+  TopProgress top_progress(run.hang_detection->watchdog(), run.total_steps);
   double window_loss = 0, last_loss = 0;
   int64_t window_steps = 0;
   for (int64_t step = run.start_step; step < run.total_steps; ++step) {
@@ -497,8 +503,10 @@ double train_loop(Run& run) {
     const double lr = learning_rate(step, o.lr, o.warmup_steps, o.lr_decay_steps);
     PhaseTimes times;
     StepResult result;
+    int64_t local_tokens = 0;
     {
       StepBatch batch = load_step_batch(run, epoch, step_in_epoch, times);
+      local_tokens = batch.local_tokens;
       result = train_step(run, batch, step, lr, times);
     }
     last_loss = result.loss;
@@ -515,6 +523,7 @@ double train_loop(Run& run) {
     record.tokens_per_s = static_cast<double>(run.global_batch * o.seq_length) / record.step_s;
     const int64_t done = record.done;
     progress.update(done, result.loss, record.tokens_per_s);
+    top_progress.step_done(done, local_tokens, record.step_s, times.comm_wait);
 
     const bool last = done == run.total_steps || result.stop;
     const bool want_checksum = o.checksum_freq > 0 && done % o.checksum_freq == 0;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@ class FlightRecorder : public OpObserver {
   RecorderSnapshot progress() const;
   // Ops enqueued and not ended, oldest first (the watchdog's view).
   std::vector<OpRecord> in_flight() const;
+  // The op enqueued last, in its current state (the heartbeat's "last collective").
+  std::optional<OpRecord> newest() const;
   size_t capacity() const { return slots_.size(); }
 
   // Called (outside the lock) for every op that ends Failed; the watchdog reacts at once

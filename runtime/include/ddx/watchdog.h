@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -77,11 +78,32 @@ class PeerChannel {
   virtual int64_t dumped_count(int64_t generation) = 0;
 };
 
-// The heartbeat a rank publishes (JSON text): {"n": counter, "host", "pid", "unix_ms",
-// "idle_ms": since the last op event, "groups": {name: [enqueued, started, completed,
-// in_flight, enqueued_p2p, completed_p2p]}, "op": oldest op in flight or ""}.
+// What a training loop tells the watchdog after each step. It rides in the heartbeat as
+// "train", so `ddx top` sees per-rank progress through the same store key and the same thread,
+// not a second heartbeat. The totals let a reader average over its own polling window.
+struct TrainProgress {
+  int64_t step = 0;            // optimizer steps done
+  int64_t total_steps = 0;
+  double tokens_per_s = 0;     // tokens this rank processed over the last step's time
+  double step_ms = 0;          // the last step
+  double comm_wait_ms = 0;     // of which blocked waiting for collectives
+  double total_step_s = 0;     // sums over the steps of this process
+  double total_comm_wait_s = 0;
+  int64_t rss_bytes = 0;
+  int64_t unix_ms = 0;         // when the last step ended
+};
+
+// The heartbeat a rank publishes (JSON text): {"n": counter, "rank", "world_size", "host",
+// "pid", "unix_ms", "interval_ms", "idle_ms": since the last op event, "groups": {name:
+// [enqueued, started, completed, in_flight, enqueued_p2p, completed_p2p]}, "op": oldest op in
+// flight or "", "last_op": the op enqueued last or "", "last_op_state", and with a training
+// loop "train": {"step", "total_steps", "tokens_per_s", "step_ms", "comm_wait_ms",
+// "total_step_s", "total_comm_wait_s", "rss_bytes", "unix_ms"}}.
 std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const RecorderSnapshot& s,
-                              const std::vector<OpRecord>& in_flight);
+                              const std::vector<OpRecord>& in_flight,
+                              const std::optional<OpRecord>& newest = std::nullopt,
+                              const std::optional<TrainProgress>& train = std::nullopt,
+                              std::chrono::milliseconds interval = std::chrono::milliseconds(0));
 
 // One line per position of `group` across ranks, from their heartbeats, e.g.
 //   "group world: ranks 0,1,3 at #4 (in flight); rank 2 at #3 (done, idle 2.1 s) <- behind"
@@ -117,6 +139,8 @@ class Watchdog {
   const HangOptions& options() const { return options_; }
   // Number of fatal events handled (timeouts, failures, dead peers).
   int fatal_events() const { return fatal_events_.load(); }
+  // Published with the next heartbeats (any thread; a copy under a lock, once per step).
+  void set_train_progress(const TrainProgress& progress);
 
  private:
   struct Fatal {
@@ -169,6 +193,8 @@ class Watchdog {
   std::string served_request_;
   int64_t last_request_file_mtime_ns_ = 0;
   std::atomic<int64_t> heartbeat_unix_ms_{0};
+  std::mutex train_mutex_;
+  std::optional<TrainProgress> train_;
   std::atomic<int> fatal_events_{0};
   std::atomic<bool> aborting_{false};
 

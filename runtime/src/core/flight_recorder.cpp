@@ -99,6 +99,12 @@ RecorderSnapshot FlightRecorder::progress() const {
   return s;
 }
 
+std::optional<OpRecord> FlightRecorder::newest() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (next_ == 0) return std::nullopt;
+  return slots_[(next_ - 1) % slots_.size()];
+}
+
 std::vector<OpRecord> FlightRecorder::in_flight() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<OpRecord> out;

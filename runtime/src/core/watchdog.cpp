@@ -168,6 +168,11 @@ std::string Watchdog::peers_json_locked() const {
   return doc.dump();
 }
 
+void Watchdog::set_train_progress(const TrainProgress& progress) {
+  std::lock_guard<std::mutex> lock(train_mutex_);
+  train_ = progress;
+}
+
 std::string Watchdog::dump(const std::string& reason) {
   if (options_.trace_dir.empty()) return "";
   std::lock_guard<std::mutex> dump_lock(dump_mutex_);
@@ -424,8 +429,14 @@ void Watchdog::heartbeat_loop() {
       }
       for (int64_t g : dumped) mark_upto(g);
       const std::vector<OpRecord> in_flight = recorder_.in_flight();
+      std::optional<TrainProgress> train;
+      {
+        std::lock_guard<std::mutex> lock(train_mutex_);
+        train = train_;
+      }
       channel_->publish_heartbeat(identity_.rank,
-                                  heartbeat_payload(++counter, identity_, recorder_.progress(), in_flight));
+                                  heartbeat_payload(++counter, identity_, recorder_.progress(), in_flight,
+                                                    recorder_.newest(), train, options_.heartbeat_interval));
       const int64_t generation = channel_->dump_generation();
       int64_t own = 0;
       bool fresh = false;

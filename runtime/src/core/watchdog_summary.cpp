@@ -38,16 +38,31 @@ std::string describe_op(const OpRecord& r) {
 }
 
 std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const RecorderSnapshot& s,
-                              const std::vector<OpRecord>& in_flight) {
+                              const std::vector<OpRecord>& in_flight, const std::optional<OpRecord>& newest,
+                              const std::optional<TrainProgress>& train, std::chrono::milliseconds interval) {
   json groups = json::object();
   for (const GroupProgress& g : s.groups) {
     groups[g.group] = {g.last_enqueued, g.last_started, g.last_completed,
                        g.in_flight, g.last_enqueued_p2p, g.last_completed_p2p};
   }
   const int64_t idle_ms = s.last_event_us ? (steady_now_us() - s.last_event_us) / 1000 : -1;
-  json doc = {{"n", counter},         {"host", me.host},      {"pid", me.pid},
-              {"unix_ms", unix_now_ms()}, {"idle_ms", idle_ms}, {"groups", std::move(groups)},
-              {"op", in_flight.empty() ? std::string() : describe_op(in_flight.front())}};
+  json doc = {{"n", counter},         {"rank", me.rank},      {"world_size", me.world_size},
+              {"host", me.host},      {"pid", me.pid},        {"unix_ms", unix_now_ms()},
+              {"interval_ms", interval.count()}, {"idle_ms", idle_ms}, {"groups", std::move(groups)},
+              {"op", in_flight.empty() ? std::string() : describe_op(in_flight.front())},
+              {"last_op", newest ? describe_op(*newest) : std::string()},
+              {"last_op_state", newest ? to_string(newest->state) : ""}};
+  if (train) {
+    doc["train"] = {{"step", train->step},
+                    {"total_steps", train->total_steps},
+                    {"tokens_per_s", train->tokens_per_s},
+                    {"step_ms", train->step_ms},
+                    {"comm_wait_ms", train->comm_wait_ms},
+                    {"total_step_s", train->total_step_s},
+                    {"total_comm_wait_s", train->total_comm_wait_s},
+                    {"rss_bytes", train->rss_bytes},
+                    {"unix_ms", train->unix_ms}};
+  }
   return doc.dump();
 }
 

@@ -5,8 +5,13 @@
 //   dumped/<g>           ranks that dumped after request g
 #include "store_peer_channel.h"
 
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "ddx/store_observer.h"
 
 namespace ddx::detail {
 namespace {
@@ -63,6 +68,19 @@ class StorePeerChannel : public PeerChannel {
   c10::intrusive_ptr<c10d::Store> store_;
 };
 
+// `ddx top`'s view: the same heartbeat reader over a client that is not a worker (no
+// waitWorkers, so the constructor adds nothing to the store's keys).
+class HeartbeatObserver : public StoreObserver {
+ public:
+  explicit HeartbeatObserver(c10::intrusive_ptr<c10d::Store> store) : channel_(std::move(store)) {}
+  std::map<int, std::string> read_heartbeats(int world_size) override {
+    return channel_.read_heartbeats(world_size);
+  }
+
+ private:
+  StorePeerChannel channel_;
+};
+
 }  // namespace
 
 std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
@@ -79,3 +97,24 @@ std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
 }
 
 }  // namespace ddx::detail
+
+namespace ddx {
+
+std::unique_ptr<StoreObserver> observe_job_store(const std::string& host, int port,
+                                                 std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = false;
+  opts.numWorkers = std::nullopt;
+  opts.waitWorkers = false;
+  opts.timeout = timeout;
+  try {
+    return std::make_unique<detail::HeartbeatObserver>(c10::make_intrusive<c10d::TCPStore>(host, opts));
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw std::runtime_error("cannot reach the job's store at " + host + ":" + std::to_string(port) + ": " +
+                             what.substr(0, what.find('\n')));
+  }
+}
+
+}  // namespace ddx
