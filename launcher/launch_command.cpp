@@ -55,7 +55,7 @@ Subcommand add_launch_command(CLI::App& app) {
   cmd->add_option("--grace-period", o.grace_period_s,
                   "Seconds between SIGTERM and SIGKILL when stopping workers")
       ->capture_default_str();
-  cmd->add_option("--run-id", o.run_id, "TORCHELASTIC_RUN_ID for the workers (default: generated)");
+  cmd->add_option("--run-id", o.run_id, "TORCHELASTIC_RUN_ID for the workers (default: time and pid; with --nnodes > 1, the master address and port, the same on every node)");
   cmd->add_option("command", o.command, "The command to run and its arguments, after --");
 
   Runner run = [flags, cmd]() {

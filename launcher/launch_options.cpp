@@ -23,7 +23,15 @@ bool is_executable_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-std::string generated_run_id() {
+// One node: the time and this launcher's pid tell reruns apart. Several nodes: every node's
+// launcher must name the same job (the analyzer ignores dumps of another job), and they cannot
+// agree on a pid, so the id comes from what they share: the rendezvous address and port (and
+// SLURM's job id when there is one). --run-id tells reruns on one address apart.
+std::string generated_run_id(const LaunchOptions& o) {
+  if (o.nnodes > 1) {
+    const char* slurm = std::getenv("SLURM_JOB_ID");
+    return "ddx-" + o.master_addr + "-" + std::to_string(o.master_port) + (slurm && *slurm ? std::string("-") + slurm : "");
+  }
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
   return "ddx-" + std::to_string(seconds) + "-" + std::to_string(::getpid());
@@ -98,7 +106,7 @@ void validate(LaunchOptions& o) {
   // still write to the right place.
   if (!o.log_dir.empty()) o.log_dir = std::filesystem::absolute(o.log_dir).lexically_normal().string();
   if (o.master_port == 0) o.store_listen_fd = listen_on_free_port(o.master_port);
-  if (o.run_id.empty()) o.run_id = generated_run_id();
+  if (o.run_id.empty()) o.run_id = generated_run_id(o);
 }
 
 }  // namespace ddx::launcher

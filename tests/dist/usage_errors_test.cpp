@@ -77,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"train", "--prefetch", "1", "--strategy", "ddp"},
              "ddx: error: --prefetch applies to --strategy fsdp, not ddp"},
         Case{{"train", "--zero1", "--strategy", "bogus"},
-             "ddx: error: --strategy bogus is not one of: 2d, ddp, fsdp, single, tp"},
+             "ddx: error: --strategy bogus is not one of: 2d, ddp, fsdp, pp, single, tp"},
         // A missing checkpoint folder (item 10).
         Case{{"checkpoint", "consolidate", "/no/such/step_000000500", "-o", "x"},
              "ddx: error: checkpoint /no/such/step_000000500 does not exist"}));
