@@ -92,8 +92,13 @@ std::optional<std::pair<std::string, TrainerState>> CheckpointDir::latest_valid(
     try {
       return std::make_pair(it->string(), verify(it->string(), expected_config));
     } catch (const CorruptCheckpoint& e) {
-      warn(std::string(e.what()) + (std::next(it) == all.rend() ? "; no earlier checkpoint: starting afresh"
-                                                                 : "; falling back to the previous checkpoint"));
+      // With nothing valid left, starting afresh would overwrite the bad checkpoints (evidence
+      // the user may want) and silently redo the run: refuse instead, naming the file.
+      if (std::next(it) == all.rend()) {
+        throw UsageError(std::string(e.what()) + "; no valid checkpoint to resume from (use another "
+                         "--experiment-name to start afresh)");
+      }
+      warn(std::string(e.what()) + "; falling back to the previous checkpoint");
     }
   }
   return std::nullopt;
