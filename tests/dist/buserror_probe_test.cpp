@@ -19,18 +19,6 @@ namespace {
 
 constexpr unsigned long long kSegment = 9637888;  // NCCL's SHM segment (hangs-and-bus-errors.md §9.2)
 
-// Empty when this process may create a mount namespace, else why not.
-// Why skip: the reproduction needs a private mount namespace (root, or a sandbox that allows
-// unshare(CLONE_NEWNS)), which an unprivileged machine cannot give.
-// CI and the dev machines are root and allow it, so these tests run there.
-std::string mount_namespace_refused() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "unshare(CLONE_NEWNS) refused here";
-}
-
 std::set<std::string> dev_shm_entries() {
   std::set<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) names.insert(e.path().filename());

@@ -59,11 +59,7 @@ TEST(Doctor, AnInterfaceThatDoesNotExistFailsWithTheFix) {
 }
 
 TEST(Doctor, ASmallDevShmIsReportedAgainstTheLocalRanks) {
-  const pid_t probe = ::fork();
-  if (probe == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
-  int status = 0;
-  ::waitpid(probe, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) GTEST_SKIP() << "unshare(CLONE_NEWNS) refused here";
+  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: process_helpers.h
   const std::string dir = scratch_dir("doctor", "shm");
   const std::string script = "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +
                              "' launch -np 4 -- '" + DDX_BIN + "' doctor --save-dir '" + dir + "'";

@@ -4,6 +4,7 @@
 // assertion never leaves processes behind.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +154,18 @@ struct RunResult {
   int exit_code = -1;
   std::string output;
 };
+
+// Empty when this process may create a mount namespace, else why not. Why tests skip on it:
+// reproducing a small /dev/shm needs a private mount namespace (root, or a sandbox that allows
+// unshare(CLONE_NEWNS)), which an unprivileged machine cannot give. CI and the dev machines are
+// root and allow it, so these tests run there.
+inline std::string mount_namespace_refused() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(::unshare(CLONE_NEWNS) == 0 ? 0 : 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "unshare(CLONE_NEWNS) refused here";
+}
 
 // A fresh, empty folder under the build tree: <build>/test-scratch/<prefix>-<tag>-<pid>.
 inline std::string scratch_dir(const std::string& prefix, const std::string& tag) {

@@ -98,28 +98,19 @@ ModelConfig debug_llama() {
 // heads over 4 KV heads, so TP 4 leaves one KV head and its group of 2 query heads per rank),
 // and sizes no TP size divides, so vocabulary and MLP shards meet a short last shard: vocab
 // 1001 = 7 x 11 x 13, MLP 137 (prime).
-ModelConfig debug_tp_gpt2() {
-  ModelConfig c = debug_gpt2();
-  c.name = "debug-tp";
+ModelConfig tp_test_shape(ModelConfig c, const std::string& name, int64_t hidden, int64_t heads, int64_t kv_heads) {
+  c.name = name;
   c.vocab_size = 1001;
-  c.hidden_size = 48;
+  c.hidden_size = hidden;
   c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 4;
-  return c;
-}
-
-ModelConfig debug_tp_llama() {
-  ModelConfig c = debug_llama();
-  c.name = "debug-tp-llama";
-  c.vocab_size = 1001;
-  c.hidden_size = 64;
-  c.num_layers = 2;
-  c.num_heads = 8;
-  c.num_kv_heads = 4;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
   c.intermediate_size = 137;
   return c;
 }
+
+ModelConfig debug_tp_gpt2() { return tp_test_shape(debug_gpt2(), "debug-tp", 48, 4, 4); }
+ModelConfig debug_tp_llama() { return tp_test_shape(debug_llama(), "debug-tp-llama", 64, 8, 4); }
 
 // Pipeline test model: the debug GPT-2 (tied embedding, so the first and last stage share wte)
 // with 8 blocks, so that --pp 4 x --pp-virtual-stages 2 has a block per stage.
