@@ -13,6 +13,7 @@ const char* to_string(FindingKind kind) {
     case FindingKind::SizeMismatch: return "size-mismatch";
     case FindingKind::P2PDeadlock: return "p2p-deadlock";
     case FindingKind::DeadRank: return "dead-rank";
+    case FindingKind::StoppedPeer: return "stopped-peer";
     case FindingKind::SkippedCollective: return "skipped-collective";
     case FindingKind::NeverJoined: return "never-joined";
     case FindingKind::Stuck: return "stuck";

@@ -80,6 +80,7 @@ Diagnosis diagnose(const TraceSet& traces) {
   std::vector<Finding> all = detail::find_collective_problems(traces);
   for (auto& f : detail::find_p2p_deadlocks(traces)) all.push_back(std::move(f));
   for (auto& f : detail::find_dead_ranks(traces)) all.push_back(std::move(f));
+  for (auto& f : detail::find_stopped_peers(traces)) all.push_back(std::move(f));
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     return static_cast<int>(a.kind) < static_cast<int>(b.kind);
   });
@@ -95,6 +96,7 @@ Diagnosis diagnose(const TraceSet& traces) {
   if (dx.findings.empty()) {
     for (auto& f : unexplained_failures(traces)) dx.findings.push_back(std::move(f));
   }
+  detail::add_pipeline_stages(traces, dx.findings);
   // Evidence table.
   std::set<std::string> groups;
   for (const auto& [rank, d] : traces.dumps) {

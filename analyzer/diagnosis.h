@@ -3,6 +3,8 @@
 // the culprit. Decisions are by majority, never by taking one rank (rank 0) as the reference;
 // where there is no majority (two ranks), a rank that deviates from what it did at the same
 // call site earlier is the culprit; otherwise every side is named.
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@ enum class FindingKind {
   SizeMismatch,
   P2PDeadlock,        // two ranks both sending to (or both receiving from) each other
   DeadRank,           // no dump, and peers saw it go (heartbeat stopped, connection closed)
+  StoppedPeer,        // ranks wait in a send/recv on a rank that has nothing in flight
   SkippedCollective,  // a rank's call sites show it skipped one collective
   NeverJoined,        // others wait in #N; this rank finished #N-1 and is elsewhere (straggler)
   Stuck,              // this rank is inside #N and others are past it
@@ -64,6 +67,23 @@ namespace detail {
 std::vector<Finding> find_collective_problems(const TraceSet& traces);
 std::vector<Finding> find_p2p_deadlocks(const TraceSet& traces);
 std::vector<Finding> find_dead_ranks(const TraceSet& traces);
+std::vector<Finding> find_stopped_peers(const TraceSet& traces);
+
+// Pipeline ranks (`--strategy pp`, pipeline_stages.cpp): the group of the mesh's "pp"
+// dimension a rank belongs to, its position there and the stages it runs.
+struct PipelinePlace {
+  std::string group;
+  int position = -1;
+  std::set<int> stages;  // empty: no hop of its stages recorded on any rank
+};
+std::map<int, PipelinePlace> pipeline_places(const TraceSet& traces);
+// "pipeline stage 1", "pipeline stages 1 and 5", "pipeline rank 1 of group G".
+std::string stage_text(const PipelinePlace& place);
+// What a rank blocked in the pipeline hop `e` waits for ("micro-batch 0's gradient from
+// stage 1"); "" for other ops.
+std::string pipeline_wait(const Entry& e);
+// Appends each culprit's pipeline stages to the findings' summaries.
+void add_pipeline_stages(const TraceSet& traces, std::vector<Finding>& findings);
 // "step 12 grads" -> "step # grads": the same code location on another step.
 std::string normalize_call_site(const std::string& site);
 std::string rank_list(const std::vector<int>& ranks);  // "rank 2", "ranks 0,1,3"

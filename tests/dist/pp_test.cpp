@@ -1,8 +1,8 @@
 // Pipeline parallelism with real processes (Gloo over loopback): `ddx train --strategy pp` end to
 // end against the single-device loss curve and final weights for each schedule at 2 and 4
-// ranks, with hand-placed cuts, accumulation and clipping, and pp x dp; checkpoints that
-// resume bit-identically and load at another layout (pp2 -> single, single -> pp2 x dp2); the
-// schedule picture and bubble metrics; bad input. The debug-pp model is the debug GPT-2 (tied
+// ranks, with hand-placed cuts, accumulation and clipping, and pp x dp; sharded checkpoints
+// that resume bit-identically, load at another layout (pp2 -> single, single -> pp2 x dp2) and
+// consolidate; the schedule picture, bubble and in-flight metrics; bad input. The debug-pp model is the debug GPT-2 (tied
 // embedding: the first and last stage share it) with 8 blocks.
 #include <fstream>
 #include <sstream>
@@ -59,6 +59,23 @@ TEST_F(PpTest, EverySchedulesMatchesSingleDevice) {
     expect_same_run("single", c.name, 1e-5);
     expect_same_norms("single", c.name);
   }
+  // What each pipeline rank kept between forward and backward (the metrics' in-flight counts):
+  // GPipe every micro-batch, 1F1B at most p - r on rank r. The boundary activations held per
+  // micro-batch: the output on the first stage, input and output between, the input on the last.
+  auto in_flight = [&](const std::string& name, int rank) {
+    return records(name).back().at("pp_peak_inflight_rank" + std::to_string(rank)).get<double>();
+  };
+  auto bytes = [&](const std::string& name, int rank) {
+    return records(name).back().at("pp_peak_activation_bytes_rank" + std::to_string(rank)).get<double>();
+  };
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(in_flight("gpipe_x2", r), 4) << "rank " << r;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(in_flight("1f1b_x2_split", r), 2 - r) << "rank " << r;  // of 8
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(in_flight("1f1b_x4", r), 4 - r) << "rank " << r;
+  const double per_tensor = bytes("1f1b_x4", 0) / in_flight("1f1b_x4", 0);
+  EXPECT_GT(per_tensor, 0);
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(bytes("1f1b_x4", r), (r < 3 ? 2 : 1) * per_tensor * in_flight("1f1b_x4", r)) << "rank " << r;
+  }
   // Each stage holds its blocks only: at 4 stages about a quarter of the parameters (the tied
   // embedding is on the first and the last stage).
   const double full = records("single").back().at("param_bytes").get<double>();
@@ -75,19 +92,58 @@ TEST_F(PpTest, AccumulationAndClippingMatchSingleDevice) {
   expect_same_norms("single", "accum_x2");
 }
 
-TEST_F(PpTest, CheckpointsResumeBitIdenticalAndLoadAtOtherLayouts) {
+// Each rank writes its stages' slice (sharded, fsdp_index.json version 2); the checkpoint
+// resumes bit-identically, loads at other layouts (pp2 -> single, single -> pp2 x dp2, where
+// each dp replica writes its rows of the stage) within the parity tolerance of the run that
+// never stopped, and consolidates into the weights the run ended with.
+TEST_F(PpTest, ShardedCheckpointsResumeLoadAtOtherLayoutsAndConsolidate) {
   const std::vector<std::string> common = {"--strategy", "pp", "-m", "debug-pp", "-b", "4", "--microbatches", "2",
                                            "--ckpt-freq", "3"};
   ASSERT_NO_FATAL_FAILURE(expect_resume_is_bit_identical(2, common, "ck"));
+  const fs::path step3 = dir_ / "out" / "ck" / "checkpoints" / "step_000000003";
+  ASSERT_TRUE(fs::exists(step3 / "fsdp_index.json"));
+  ASSERT_TRUE(fs::exists(step3 / "shard-00000-of-00002.safetensors"));
+  ASSERT_TRUE(fs::exists(step3 / "shard-00001-of-00002.safetensors"));
+  EXPECT_FALSE(fs::exists(step3 / "model.safetensors"));
 
-  // pp2 -> single, then single -> pp2 x dp2.
-  auto on_single = train(0, "on_single", {"-m", "debug-pp", "-b", "4", "-e", "ck", "--max-steps", "9", "--ckpt-freq", "3"});
+  // pp2 -> single: the single-device run continues the pipeline's curve.
+  fs::create_directories(dir_ / "out" / "to_single" / "checkpoints");
+  fs::copy(step3, dir_ / "out" / "to_single" / "checkpoints" / "step_000000003", fs::copy_options::recursive);
+  auto on_single = train(0, "on_single", {"-m", "debug-pp", "-b", "4", "-e", "to_single", "--max-steps", "6",
+                                          "--final-weights", weights("on_single")});
   ASSERT_EQ(on_single.exit_code, 0) << on_single.output;
   EXPECT_NE(on_single.output.find("resuming from"), std::string::npos) << on_single.output;
-  auto on_pp_dp = train(4, "on_pp_dp", {"--strategy", "pp", "--pp", "2", "-m", "debug-pp", "-b", "2", "-e", "ck",
-                                        "--max-steps", "12", "--ckpt-freq", "3"});
+  expect_same_run("straight", "on_single", 1e-5, 3);
+
+  // single -> pp2 x dp2.
+  const std::vector<std::string> single_flags = {"-m", "debug-pp", "-b", "4", "--ckpt-freq", "3"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  ASSERT_EQ(train(0, "single_straight", with(single_flags, {"--max-steps", "6", "--final-weights", weights("single_straight")}))
+                .exit_code,
+            0);
+  ASSERT_EQ(train(0, "single_first", with(single_flags, {"-e", "s1", "--max-steps", "3"})).exit_code, 0);
+  auto on_pp_dp = train(4, "on_pp_dp", {"--strategy", "pp", "--pp", "2", "-m", "debug-pp", "-b", "2", "--microbatches",
+                                        "2", "-e", "s1", "--max-steps", "6", "--ckpt-freq", "3", "--final-weights",
+                                        weights("on_pp_dp")});
   ASSERT_EQ(on_pp_dp.exit_code, 0) << on_pp_dp.output;
   EXPECT_NE(on_pp_dp.output.find("resuming from"), std::string::npos) << on_pp_dp.output;
+  expect_same_run("single_straight", "on_pp_dp", 1e-5, 3);
+
+  // Its step-6 checkpoint: 4 shards (2 stages x 2 replicas' rows); consolidated and loaded
+  // with lr 0, the weights the run ended with, bit for bit.
+  const fs::path step6 = dir_ / "out" / "s1" / "checkpoints" / "step_000000006";
+  ASSERT_TRUE(fs::exists(step6 / "shard-00003-of-00004.safetensors"));
+  const std::string hf = (dir_ / "consolidated").string();
+  auto cons = run({DDX_BIN, "checkpoint", "consolidate", step6.string(), "-o", hf});
+  ASSERT_EQ(cons.exit_code, 0) << cons.output;
+  EXPECT_NE(cons.output.find("from 4 shards"), std::string::npos) << cons.output;
+  auto reload = train(0, "reload", {"-m", "debug-pp", "-b", "4", "--init-from", hf, "--lr", "0", "--max-steps", "1",
+                                    "--final-weights", weights("reload")});
+  ASSERT_EQ(reload.exit_code, 0) << reload.output;
+  EXPECT_EQ(file_checksum(weights("reload")), file_checksum(weights("on_pp_dp")));
 }
 
 TEST_F(PpTest, TracePictureAndBubbleMetrics) {
@@ -110,6 +166,32 @@ TEST_F(PpTest, TracePictureAndBubbleMetrics) {
     EXPECT_GT(record.at("pp_bubble").get<double>(), 0.0);
     EXPECT_LT(record.at("pp_bubble").get<double>(), 1.0);
   }
+}
+
+// A stage that stops, under `ddx launch` with a 3 s collective timeout: `ddx analyze` on the
+// flight recorder dumps names the rank and its pipeline stage. A hang at the start of step 2 on
+// rank 2 of 4 leaves the others in the step's barrier on the pipeline group; rank 1's sends
+// held back (slow-link) leave rank 0 in the receive of stage 1's gradient.
+TEST_F(PpTest, AnalyzerNamesTheStageThatStopped) {
+  const std::vector<std::string> flags = {"--strategy", "pp", "-m", "debug-pp", "-b", "4", "--microbatches", "2",
+                                          "--max-steps", "3", "--collective-timeout", "3"};
+  auto stopped = [&](int ranks, const std::string& name, const std::string& fault) {
+    std::vector<std::string> f = flags;
+    const std::string traces = (dir_ / (name + "-traces")).string();
+    f.insert(f.end(), {"--trace-dir", traces, "--fault", fault});
+    auto r = train(ranks, name, f);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    return run({DDX_BIN, "analyze", traces}).output;
+  };
+  const std::string hang = stopped(4, "hang", "hang@rank=2,step=2");
+  EXPECT_NE(hang.find("rank 2 never joined "), std::string::npos) << hang;
+  EXPECT_NE(hang.find("; rank 2 is pipeline stage 2"), std::string::npos) << hang;
+
+  const std::string stall = stopped(2, "stall", "slow-link@rank=1,op=send,ms=30000");
+  EXPECT_NE(stall.find("rank 1 (pipeline stage 1) stopped: rank 0 (pipeline stage 0) waits in recv"),
+            std::string::npos)
+      << stall;
+  EXPECT_NE(stall.find("for micro-batch 0's gradient from stage 1"), std::string::npos) << stall;
 }
 
 TEST_F(PpTest, BadLayoutsFailWithOneLine) {

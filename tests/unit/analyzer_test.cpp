@@ -29,6 +29,7 @@ struct DumpBuilder {
   std::vector<json> entries;
   json peers = json::object();
   uint64_t next_id = 1;
+  std::string group = "world";  // of every op
 
   DumpBuilder(int r, int w) : rank(r), world(w) {}
 
@@ -42,7 +43,7 @@ struct DumpBuilder {
                   const std::string& state = "completed", std::vector<int64_t> shape = {1024},
                   const std::string& dtype = "float32", const std::string& error = "") {
     const int64_t t = now_us - 10'000'000 + static_cast<int64_t>(seq) * 100'000;
-    entries.push_back({{"id", next_id++}, {"group", "world"}, {"group_ranks", all()}, {"seq", seq},
+    entries.push_back({{"id", next_id++}, {"group", group}, {"group_ranks", all()}, {"seq", seq},
                        {"p2p", false}, {"op", name}, {"reduce_op", name == "all_reduce" ? "sum" : ""},
                        {"dtype", dtype}, {"in_shape", shape}, {"out_shape", shape}, {"numel", shape[0]},
                        {"bytes", shape[0] * 4}, {"peer", -1}, {"backend", "gloo"}, {"call_site", site},
@@ -53,7 +54,7 @@ struct DumpBuilder {
   DumpBuilder& p2p(uint64_t seq, const std::string& name, int peer, const std::string& site,
                    const std::string& state = "completed") {
     const int64_t t = now_us - 5'000'000 + static_cast<int64_t>(seq) * 100'000;
-    entries.push_back({{"id", next_id++}, {"group", "world"}, {"group_ranks", all()}, {"seq", seq},
+    entries.push_back({{"id", next_id++}, {"group", group}, {"group_ranks", all()}, {"seq", seq},
                        {"p2p", true}, {"op", name}, {"reduce_op", ""}, {"dtype", "float32"},
                        {"in_shape", {256}}, {"out_shape", {256}}, {"numel", 256}, {"bytes", 1024},
                        {"peer", peer}, {"backend", "gloo"}, {"call_site", site}, {"state", state},
@@ -74,7 +75,7 @@ struct DumpBuilder {
       }
       if (e["state"] == "started") ++in_flight;
     }
-    groups["world"] = {{"ranks", all()}, {"last_enqueued", enq}, {"last_started", enq}, {"last_completed", done},
+    groups[group] = {{"ranks", all()}, {"last_enqueued", enq}, {"last_started", enq}, {"last_completed", done},
                        {"last_enqueued_p2p", p2p_enq}, {"last_completed_p2p", 0}, {"in_flight", in_flight}};
     nlohmann::ordered_json head = {{"format", "ddx-flight-recorder"}, {"version", 1}, {"rank", rank},
                                    {"local_rank", rank}, {"world_size", world}, {"host", "node" + std::to_string(rank)},
@@ -298,6 +299,68 @@ TEST_F(AnalyzerTest, P2PDeadlockStillFoundWhenOneSideFailedAfterWaitingOutTheTim
   EXPECT_EQ(dx.findings[0].kind, FindingKind::P2PDeadlock) << render_text(traces_, dx);
   EXPECT_EQ(dx.findings[0].culprits, std::vector<int>{0});
   EXPECT_NE(dx.findings[0].summary.find("both receiving"), std::string::npos);
+}
+
+// A pipeline (`--strategy pp`, group "<mesh>.pp.<i>"), 4 stages, one micro-batch per step. Step 1
+// ran every hop; in step 2 stage 2 stopped before its first one. Ranks 1 and 3 wait on it, rank
+// 0 waits on rank 1: only rank 2 has nothing in flight, and the verdict names it, its stage,
+// and what each neighbour waits for.
+DumpBuilder pipeline_rank(int r, bool stage_2_stopped) {
+  DumpBuilder b(r, 4);
+  b.group = "pp4xdp1.pp.0";
+  uint64_t seq = 1;
+  auto hop = [&](int step, bool forward, const std::string& op, int peer, const std::string& state = "completed") {
+    b.p2p(seq++, op, peer, "step " + std::to_string(step) + " micro 0 " + (forward ? "forward" : "backward") +
+                               " stage " + std::to_string(r),
+          state);
+  };
+  for (int step = 1; step <= 2; ++step) {
+    b.op(step, "barrier", "step " + std::to_string(step));
+    const bool stopped = step == 2 && stage_2_stopped;
+    if (stopped && r == 2) break;
+    const std::string waiting = stopped ? "started" : "completed";
+    if (r > 0) hop(step, true, "recv", r - 1, stopped && r == 3 ? waiting : "completed");
+    if (stopped && r == 3) break;
+    if (r < 3) hop(step, true, "send", r + 1, stopped && r == 1 ? waiting : "completed");
+    if (r < 3) hop(step, false, "recv", r + 1, stopped && r <= 1 ? waiting : "completed");
+    if (stopped) break;
+    if (r > 0) hop(step, false, "send", r - 1);
+  }
+  return b;
+}
+
+TEST_F(AnalyzerTest, StoppedPipelineStageIsNamedWithWhatItsNeighboursWaitFor) {
+  for (int r = 0; r < 4; ++r) write(pipeline_rank(r, true));
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  const std::string text = render_text(traces_, dx);
+  EXPECT_EQ(f.kind, FindingKind::StoppedPeer) << text;
+  EXPECT_EQ(f.culprits, std::vector<int>{2}) << text;
+  EXPECT_EQ(f.affected, (std::vector<int>{1, 3})) << text;
+  EXPECT_EQ(dx.findings.size(), 1u) << text;  // rank 1 waits too, but on rank 2
+  EXPECT_NE(f.summary.find("rank 2 (pipeline stage 2) stopped"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("rank 1 (pipeline stage 1) waits in recv"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("for micro-batch 0's gradient from stage 2"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("rank 3 (pipeline stage 3) waits in recv"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("for micro-batch 0's activation from stage 2"), std::string::npos) << f.summary;
+}
+
+TEST_F(AnalyzerTest, PipelineRankThatNeverJoinedIsNamedWithItsStage) {
+  // Stage 1 stops at the start of step 3 (a hang fault): the others wait in the step's barrier
+  // on the pipeline group. Its stage is known from the hops of the steps before.
+  for (int r = 0; r < 4; ++r) {
+    DumpBuilder b = pipeline_rank(r, false);
+    if (r != 1) b.op(3, "barrier", "step 3", "started");
+    write(b);
+  }
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::NeverJoined) << render_text(traces_, dx);
+  EXPECT_EQ(f.culprits, std::vector<int>{1});
+  EXPECT_NE(f.summary.find("rank 1 never joined barrier #3 on group pp4xdp1.pp.0"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("; rank 1 is pipeline stage 1"), std::string::npos) << f.summary;
 }
 
 TEST_F(AnalyzerTest, DeadRankWithoutDumpIsNamedFromItsPeersEvidence) {

@@ -1,5 +1,6 @@
 #include "train/pp_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -32,6 +33,14 @@ PipeShape PipelineExecutor::shape(int microbatches) const {
   s.microbatches = microbatches;
   s.rank = pp_.rank();
   return s;
+}
+
+int64_t PipelineExecutor::bytes_of(const Saved& saved) {
+  int64_t bytes = 0;
+  for (const torch::Tensor* t : {&saved.input, &saved.output}) {
+    if (t->defined() && t->dim() > 0) bytes += t->numel() * static_cast<int64_t>(t->element_size());  // not the loss
+  }
+  return bytes;
 }
 
 // One tag per (micro-batch, receiving stage, direction): Gloo matches a receive to the send with
@@ -72,6 +81,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
   const int last = split_.stages() - 1;
   const std::string step = CallSite::current();
   double loss_sum = 0;
+  peak_ = {};
   for (const PipeAction& a : kind_.make(s)) {
     const int stage = s.stage_of(a.chunk), mb = a.microbatch;
     const MicroBatch& batch = micro.at(mb);
@@ -100,11 +110,15 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
       }
       events.push_back({PipeEvent::Kind::Forward, mb, stage, begin, seconds_since(start)});
       if (stage < last) send(saved.output, stage + 1, tag(mb, stage + 1, false), events, mb, seconds_since(start));
+      saved_bytes_ += bytes_of(saved);
       saved_[{mb, stage}] = std::move(saved);
+      peak_.microbatches = std::max(peak_.microbatches, static_cast<int>(saved_.size()));
+      peak_.bytes = std::max(peak_.bytes, saved_bytes_);
       continue;
     }
     Saved saved = std::move(saved_.at({mb, stage}));
     saved_.erase({mb, stage});
+    saved_bytes_ -= bytes_of(saved);
     torch::Tensor grad;
     if (stage < last) {
       grad = torch::empty_like(saved.output);

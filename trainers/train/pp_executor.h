@@ -36,6 +36,15 @@ class PipelineExecutor {
              std::vector<PipeEvent>& events);
 
   PipeShape shape(int microbatches) const;
+  // The most micro-batches this rank held between a forward and its backward during the last
+  // run() (counted per (micro-batch, stage)), and the most bytes of stage-boundary activations
+  // (received inputs and sent outputs) it kept for them; the activations autograd saves inside
+  // a stage grow with the same count.
+  struct InFlight {
+    int microbatches = 0;
+    int64_t bytes = 0;
+  };
+  InFlight peak_in_flight() const { return peak_; }
   const StageSplit& split() const { return split_; }
   const ScheduleKind& kind() const { return kind_; }
 
@@ -59,7 +68,10 @@ class PipelineExecutor {
   int virtual_stages_;
   torch::Device device_;
   torch::Dtype activation_dtype_;
+  static int64_t bytes_of(const Saved& saved);
   std::map<std::pair<int, int>, Saved> saved_;  // (micro-batch, stage)
+  int64_t saved_bytes_ = 0;                     // bytes_of() summed over saved_
+  InFlight peak_;
   std::vector<std::pair<Work, torch::Tensor>> sends_;  // in flight until the end of the step
   std::map<int, torch::Tensor> local_;  // hand-offs between two stages of one rank (p = 1)
 };

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "train/fsdp_checkpoint.h"
+#include "train/tp_state.h"
 #include "train/pp_trace.h"
 
 namespace ddx::train {
@@ -47,6 +49,7 @@ void PpStrategy::setup(const StrategyContext& c) {
   dp_ = &mesh.group("dp");
   dp_rank_ = mesh.coordinate("dp");
   microbatches_ = o.microbatches;
+  config_ = &c.model;
   trace_path_ = o.pp_trace;
   // The whole model is built (layout-independent init, or --init-from), then every parameter no
   // stage of this rank uses is released.
@@ -148,13 +151,18 @@ void PpStrategy::measure(const std::vector<PipeEvent>& events, int microbatches)
     if (e.kind == PipeEvent::Kind::Forward || e.kind == PipeEvent::Kind::Backward) busy += e.end_s - e.begin_s;
     end = std::max(end, e.end_s);
   }
-  auto mine = torch::tensor({busy, end}, torch::kFloat64);
-  auto all = torch::zeros({2 * pp_->size()}, torch::kFloat64);
+  const PipelineExecutor::InFlight peak = executor_->peak_in_flight();
+  auto mine = torch::tensor({busy, end, static_cast<double>(peak.microbatches), static_cast<double>(peak.bytes)},
+                            torch::kFloat64);
+  auto all = torch::zeros({4 * pp_->size()}, torch::kFloat64);
   all_gather(*pp_, all, mine).wait();
   double span = 0, total_busy = 0;
   for (int r = 0; r < pp_->size(); ++r) {
-    total_busy += all[2 * r].item<double>();
-    span = std::max(span, all[2 * r + 1].item<double>());
+    total_busy += all[4 * r].item<double>();
+    span = std::max(span, all[4 * r + 1].item<double>());
+    // Per pipeline rank: what the schedule kept alive between forwards and backwards.
+    stats_["pp_peak_inflight_rank" + std::to_string(r)] = all[4 * r + 2].item<double>();
+    stats_["pp_peak_activation_bytes_rank" + std::to_string(r)] = all[4 * r + 3].item<double>();
   }
   const PipeShape shape = executor_->shape(microbatches);
   stats_["pp_bubble"] = span > 0 ? 1.0 - total_busy / (span * pp_->size()) : 0.0;
@@ -246,11 +254,10 @@ double PpStrategy::grad_norm_sq() const {
   return total.item<double>();
 }
 
-torch::Tensor PpStrategy::from_owner(const std::string& name, const std::vector<int64_t>& shape,
-                                     const std::function<torch::Tensor(const torch::Tensor&)>& pick) {
+torch::Tensor PpStrategy::from_owner(const std::string& name, const std::vector<int64_t>& shape) {
   const int owner = owner_.at(name);
   torch::Tensor param = model_->named_parameters()[name];
-  torch::Tensor t = owner == pp_->rank() ? pick(param).detach().clone()
+  torch::Tensor t = owner == pp_->rank() ? param.detach().clone()
                                          : torch::empty(shape, torch::TensorOptions().dtype(param.scalar_type()).device(device_));
   if (pp_->size() > 1) broadcast(*pp_, t, owner).wait();
   return t;
@@ -259,36 +266,30 @@ torch::Tensor PpStrategy::from_owner(const std::string& name, const std::vector<
 NamedTensors PpStrategy::full_parameters() {
   NamedTensors out;
   for (const auto& [name, shape] : full_shapes_) {
-    out.emplace_back(name, from_owner(name, shape, [](const torch::Tensor& p) { return p; })
-                               .to(torch::kCPU, torch::kFloat32));
+    out.emplace_back(name, from_owner(name, shape).to(torch::kCPU, torch::kFloat32));
   }
   return out;
 }
 
 void PpStrategy::save_state(const std::string& dir) {
-  NamedTensors params;
-  std::map<std::string, AdamWState> state;
-  // Every parameter has state after the first update, on every rank at once (the ranks step
-  // together), so the holder's state is there whenever this rank's is.
-  const bool have_state = !optimizer_->state().empty();
-  const int64_t step = have_state ? optimizer_->state().begin()->second.step : 0;
-  for (const auto& entry : full_shapes_) {
-    const std::string& name = entry.first;
-    params.emplace_back(name, from_owner(name, entry.second, [](const torch::Tensor& p) { return p; }));
-    if (!have_state) continue;
-    auto moment = [this, &name](bool second) {
-      return [this, &name, second](const torch::Tensor&) {
-        const AdamWState& s = optimizer_->state().at(name);
-        return second ? s.exp_avg_sq : s.exp_avg;
-      };
-    };
-    state[name] = {step, from_owner(name, entry.second, moment(false)), from_owner(name, entry.second, moment(true))};
+  // Sharded (fsdp_checkpoint.h's version-2 pieces): each stage's parameters, their rows split
+  // over the stage's data-parallel replicas, so every rank writes its own slice and nothing is
+  // gathered; a tied parameter by the stage that owns it.
+  TpCheckpointWriter writer;
+  const int64_t d = dp_->rank(), replicas = dp_->size();
+  for (const auto& [name, p] : parameters_) {
+    if (owner_.at(name) != pp_->rank()) continue;
+    const int64_t rows = p.size(0), begin = rows * d / replicas, end = rows * (d + 1) / replicas;
+    std::optional<AdamWState> part;
+    auto s = optimizer_->state().find(name);
+    if (s != optimizer_->state().end()) {
+      part = AdamWState{s->second.step, s->second.exp_avg.narrow(0, begin, end - begin),
+                        s->second.exp_avg_sq.narrow(0, begin, end - begin)};
+    }
+    writer.add({}, name, p.sizes().vec(), begin, end, p.detach().narrow(0, begin, end - begin),
+               part ? &*part : nullptr);
   }
-  if (writes_checkpoint()) {
-    write_model_file(dir + "/model.safetensors", params);
-    write_optimizer_file(dir + "/optimizer.safetensors", state);
-  }
-  checkpoint_barrier();
+  writer.write(dir, world_->world(), full_shapes_, *config_);
 }
 
 void PpStrategy::load_state(const std::string& dir) {
@@ -302,7 +303,5 @@ void PpStrategy::load_state(const std::string& dir) {
   }
   optimizer_->state() = std::move(state);
 }
-
-void PpStrategy::checkpoint_barrier() { barrier(world_->world()).wait(); }
 
 }  // namespace ddx::train

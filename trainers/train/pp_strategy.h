@@ -12,10 +12,9 @@
 //    first and the last stage and its two gradients summed over the pipeline (Megatron's
 //    embedding group); then every gradient is summed over the dp group (one flat all-reduce);
 //  - clipping: the norm's squares are summed over the pipeline, a tied parameter counted once;
-//  - checkpoints: full tensors gathered from their stages and written by rank 0 in the
-//    single-device format, so a pipeline checkpoint loads under any strategy and any
-//    checkpoint (FSDP shards included) loads here, each rank reading its stages' parameters.
-#include <functional>
+//  - checkpoints: sharded, each rank writing its stages' parameters (rows split over the dp
+//    replicas) as pieces of the full tensors (fsdp_checkpoint.h), so a pipeline checkpoint
+//    loads under any strategy and any checkpoint loads here, each rank reading its stages'.
 #include <map>
 #include <memory>
 #include <set>
@@ -43,14 +42,10 @@ class PpStrategy : public ReplicatedStrategy {
 
  protected:
   double grad_norm_sq() const override;
-  bool writes_checkpoint() const override { return world_->rank() == 0; }
-  void checkpoint_barrier() override;
 
  private:
-  // The full tensor `name` (its parameter, or optimizer state shaped like it, via `pick`),
-  // broadcast over the pipeline from the rank that holds it.
-  torch::Tensor from_owner(const std::string& name, const std::vector<int64_t>& shape,
-                           const std::function<torch::Tensor(const torch::Tensor&)>& pick);
+  // The full parameter `name`, broadcast over the pipeline from the rank that holds it.
+  torch::Tensor from_owner(const std::string& name, const std::vector<int64_t>& shape);
   // Splits each of the step's batches into --microbatches pipeline micro-batches.
   std::vector<MicroBatch> pipeline_microbatches(const std::vector<MicroBatch>& micro) const;
   // Bubble of the last step (metrics) and, with --pp-trace, its timeline.
@@ -64,6 +59,7 @@ class PpStrategy : public ReplicatedStrategy {
   std::map<std::string, int> owner_;   // pipeline rank that holds (for a tied one: writes) each parameter
   std::set<std::string> tied_;         // held by the first and the last stage
   int64_t microbatches_ = 1;
+  const models::ModelConfig* config_ = nullptr;
   std::string trace_path_;
   std::vector<std::vector<PipeEvent>> trace_;  // rank 0: every pipeline rank's events, steps appended
   int traced_steps_ = 0;
