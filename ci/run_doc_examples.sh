@@ -92,8 +92,15 @@ full	ddx launch -np 4 -- ddx train --strategy pp --pp 2 -m debug-pp -b 4 --micro
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule gpipe -s 64 --max-steps 2 --pp-trace pp-gpipe.svg
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule 1f1b -s 64 --max-steps 2 --pp-trace pp-1f1b.svg
 full	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 8 --microbatches 8 --pp-schedule interleaved-1f1b --pp-virtual-stages 2 -s 64 --max-steps 2 --pp-trace pp-interleaved-1f1b.svg
-skip a deliberate hang: waits out the collective timeout and fails by design	DDX_FAULT='slow-link@rank=1,op=send,ms=30000' ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 2 --collective-timeout 3 --trace-dir traces
-skip needs the hang run above	ddx analyze traces
+full	ddx launch -np 4 -- ddx train --strategy pp --pp 2 -m debug-pp -b 2 --microbatches 2 --max-steps 3 --ckpt-freq 3 --save-dir ck -e run
+full	ls ck/run/checkpoints/step_000000003
+full	python3 -c "import json; print(json.dumps(json.load(open('ck/run/checkpoints/step_000000003/fsdp_index.json'))['parameters'][0]))"
+full	ddx checkpoint consolidate ck/run/checkpoints/step_000000003 -o hf
+skip a deliberate stall: waits out the collective timeout and fails by design (pp_test runs it)	ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 3 --collective-timeout 3 --trace-dir stall-traces --fault slow-link@rank=1,op=send,ms=30000
+skip needs the stalled run above	ddx analyze stall-traces
+skip a deliberate hang: waits out the collective timeout and fails by design (pp_test runs it)	ddx launch -np 4 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 2 --max-steps 3 --collective-timeout 3 --trace-dir hang-traces --fault hang@rank=2,step=2
+skip needs the hung run above	ddx analyze hang-traces
+skip a benchmark (docs/pp.md shows its numbers)	.venv/bin/python benchmarks/pp_throughput.py --ddx build/bin/ddx --rounds 4 --steps 6 --warmup 2
 full	ddx parity --strategies ddp,ddp-accum2,fsdp,tp,pp-gpipe,pp-1f1b,pp-interleaved,pp-dp --world-sizes 2,4 --steps 6 --no-determinism --uneven-tokens
 skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_FAULT=pp-double-microbatch ddx parity --strategies pp-1f1b --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
 cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
