@@ -1,13 +1,14 @@
-// The interposition point of the collective layer: numbering, records, call and byte counters
-// (comm_counters.h), observers, hooks, completion tracking and error wrapping, shared by every op in collectives.cpp.
+// The interposition point of the collective layer: numbering, records, call and byte
+// counters (comm_counters.h), observers, hooks, completion tracking and error wrapping, shared
+// by every op in collectives.cpp.
 #include "collective_layer.h"
-
-#include "ddx/comm_counters.h"
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <sstream>
+
+#include "ddx/comm_counters.h"
 
 namespace ddx {
 
