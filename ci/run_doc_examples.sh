@@ -84,6 +84,12 @@ full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 --dp-replicate -m debug-
 full	ddx parity --strategies 2d,2d-replicate --world-sizes 2,4 --steps 10 --no-determinism --uneven-tokens
 skip a planted bug: the suite fails by design	DDX_FAULT=tp-no-input-reduce ddx parity --strategies 2d --world-sizes 4 --steps 6 --no-determinism --uneven-tokens
 full	ddx launch -np 4 -- ddx train --strategy 2d --tp 2 -m debug-tp -b 4 -e twod --max-steps 6 --ckpt-freq 3
+full	ddx launch -np 2 -- ddx train --strategy tp -m debug-tp -b 2 -s 32 --max-steps 2 --metrics-file tp.jsonl
+full	ddx launch -np 2 -- ddx train --strategy tp --sequence-parallel -m debug-tp -b 2 -s 32 --max-steps 2 --metrics-file tp-sp.jsonl
+full	python3 -c 'import json; r = json.loads(open("tp.jsonl").readlines()[-1]); print(r["comm_bytes"], json.dumps(r["comm"]))'
+full	python3 -c 'import json; r = json.loads(open("tp-sp.jsonl").readlines()[-1]); print(r["comm_bytes"], json.dumps(r["comm"]))'
+full	ddx parity --strategies 2d,2d-sp --world-sizes 4 --steps 10 --no-determinism --uneven-tokens
+skip a benchmark (docs/tp.md shows its numbers)	.venv/bin/python benchmarks/tp_throughput.py --ddx build/bin/ddx
 full	ls outputs/twod/checkpoints/step_000000006
 full	ddx checkpoint consolidate outputs/twod/checkpoints/step_000000006 -o twod-hf
 full	ddx launch -np 2 -- ddx train --strategy pp -m debug-pp -b 4 --microbatches 4 --max-steps 20

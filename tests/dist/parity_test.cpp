@@ -64,7 +64,7 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
     }
   }
   // 2D needs two ranks on each mesh dimension: 4 ranks as 2 x 2, no run at 2.
-  for (const char* name : {"2d", "2d-replicate"}) {
+  for (const char* name : {"2d", "2d-sp", "2d-replicate"}) {
     const auto* r = find_run(o.report, name, 4);
     ASSERT_NE(r, nullptr) << name;
     EXPECT_EQ((*r)["verdict"], "PASS") << r->dump();

@@ -4,7 +4,9 @@
 // gradient accumulation and clipping, on GPT-2 (tied head) and Llama (GQA, untied); sharded
 // parameter memory; checkpoints that resume and load under another strategy; bad input.
 // The debug-tp models have a vocabulary of 1001 and an MLP of 137, which no TP size divides.
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddx/checksum.h"
@@ -101,6 +103,84 @@ TEST_F(TpTest, CheckpointsResumeAndLoadUnderOtherStrategies) {
   EXPECT_NE(on_tp4.output.find("resuming from"), std::string::npos) << on_tp4.output;
 }
 
+// What one step of --strategy tp moves over the TP group, per op kind {calls, bytes}, written
+// out from the GPT-2 model's shape (parallelism.md §4) and not from the code under test. Bytes
+// are nccl-tests' size of each call (comm_counters.h): all_reduce its tensor, all_gather its
+// gathered output, reduce_scatter its full input; float32 activations, float64 norm.
+using OpBytes = std::map<std::string, std::pair<int64_t, int64_t>>;
+OpBytes expected_tp_step(const models::ModelConfig& m, int64_t b, int64_t s, bool sp) {
+  const int64_t f32 = 4, L = m.num_layers, h = m.hidden_size;
+  const int64_t act = b * s * h * f32;  // one [b, s, h] activation (TP ranks read the same batch)
+  // The vocab-parallel loss, forward only: the row max over the vocabulary shards, then the
+  // target logit and the sum of exponentials in one [2, b*s] all-reduce.
+  int64_t ar_calls = 2, ar_bytes = b * s * f32 + 2 * b * s * f32;
+  ar_calls += 1, ar_bytes += 8;  // the global gradient norm: one float64
+  // TP regions: attention and MLP of each block, and the LM head, are entered (column-parallel
+  // input); attention and MLP of each block, and the vocab-parallel embedding, are left
+  // (row-parallel output, partial sums).
+  const int64_t entries = 2 * L + 1, exits = 2 * L + 1;
+  if (!sp) {
+    // An exit all-reduces in forward, an entry all-reduces the input gradient in backward.
+    return {{"all_reduce", {ar_calls + exits + entries, ar_bytes + (exits + entries) * act}}};
+  }
+  // Sequence parallel: an entry all-gathers in forward and reduce-scatters in backward; an
+  // exit reduce-scatters in forward and all-gathers in backward. The replicated parameters ran
+  // on sequence slices: their gradients are summed in one all-reduce (wpe; per block ln_1 and
+  // ln_2 weight and bias, the attention and MLP c_proj biases; ln_f weight and bias).
+  const int64_t replicated = m.max_position_embeddings * h + L * 6 * h + 2 * h;
+  return {{"all_gather", {entries + exits, (entries + exits) * act}},
+          {"reduce_scatter", {entries + exits, (entries + exits) * act}},
+          {"all_reduce", {ar_calls + 1, ar_bytes + replicated * f32}}};
+}
+
+// The bytes the collective layer counts in each step's metrics record equal the formula, for
+// TP and TP+SP at 2 and 4 ranks; the world group carries only the loop's [loss, stop,
+// checkpoint] float64 all-reduce. A dropped collective (the planted tp-no-input-reduce bug)
+// shows as exactly the missing calls.
+TEST_F(TpTest, BytesMovedPerStepMatchTheFormula) {
+  const models::ModelConfig m = models::model_config_from_preset("debug-tp");
+  const int64_t b = 2, s = 32;  // -s 32: the fixture's default
+  auto measured = [&](const std::string& name, const std::string& label) {
+    std::vector<OpBytes> steps;
+    for (const auto& r : records(name)) {
+      OpBytes ops;
+      if (r.at("comm").contains(label)) {
+        for (const auto& [op, c] : r.at("comm").at(label).items()) ops[op] = {c.at("calls"), c.at("bytes")};
+      }
+      steps.push_back(ops);
+    }
+    return steps;
+  };
+  auto run = [&](int ranks, const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> flags = {"--strategy", "tp", "-m", "debug-tp", "-b", std::to_string(b), "--max-steps", "3"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return train(ranks, name, flags);
+  };
+  for (int ranks : {2, 4}) {
+    for (bool sp : {false, true}) {
+      const std::string name = std::string(sp ? "bytes_sp_x" : "bytes_x") + std::to_string(ranks);
+      auto r = run(ranks, name, sp ? std::vector<std::string>{"--sequence-parallel"} : std::vector<std::string>{});
+      ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+      const OpBytes want = expected_tp_step(m, b, s, sp);
+      int64_t want_total = 24;
+      for (const auto& [op, c] : want) want_total += c.second;
+      const auto tp_steps = measured(name, "tp"), world_steps = measured(name, "world");
+      ASSERT_EQ(tp_steps.size(), 3u) << name;
+      for (size_t i = 0; i < tp_steps.size(); ++i) {
+        EXPECT_EQ(tp_steps[i], want) << name << " step " << i + 1;
+        EXPECT_EQ(world_steps[i], (OpBytes{{"all_reduce", {1, 24}}})) << name << " step " << i + 1;
+        EXPECT_EQ(records(name)[i].at("comm_bytes").get<int64_t>(), want_total) << name << " step " << i + 1;
+      }
+    }
+  }
+  auto broken = run(2, "bytes_broken", {"--fault", "tp-no-input-reduce"});
+  ASSERT_EQ(broken.exit_code, 0) << broken.output;
+  const auto want = expected_tp_step(m, b, s, false).at("all_reduce");
+  const int64_t dropped = 2 * m.num_layers + 1;  // every column-parallel input's backward all-reduce
+  EXPECT_EQ(measured("bytes_broken", "tp").at(0).at("all_reduce"),
+            std::make_pair(want.first - dropped, want.second - dropped * b * s * m.hidden_size * 4));
+}
+
 TEST_F(TpTest, BadLayoutsFailWithOneLine) {
   // Under ddx launch each worker exits 2 (usage) and the launcher reports the failure.
   auto usage_failure = [](const RunResult& r) { return r.exit_code != 0 && r.output.find("exit 2") != std::string::npos; };
@@ -123,7 +203,7 @@ TEST_F(TpTest, BadLayoutsFailWithOneLine) {
   EXPECT_NE(seq.output.find("--sequence-parallel: -s 33 does not split over --tp 2"), std::string::npos) << seq.output;
   auto no_tp = train(0, "no_tp", {"--sequence-parallel", "--max-steps", "1"});
   EXPECT_EQ(no_tp.exit_code, 2) << no_tp.output;
-  EXPECT_NE(no_tp.output.find("--sequence-parallel applies to --strategy tp, not single"), std::string::npos)
+  EXPECT_NE(no_tp.output.find("--sequence-parallel applies to --strategy tp or 2d, not single"), std::string::npos)
       << no_tp.output;
 }
 

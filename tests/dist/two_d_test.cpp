@@ -6,6 +6,7 @@
 // The debug-tp models have a vocabulary of 1001 and an MLP of 137, which no TP size divides.
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddx/checksum.h"
@@ -50,6 +51,68 @@ TEST_F(TwoDTest, FsdpAndReplicatedDataParallelMatchSingleDeviceOnTwoByTwo) {
   EXPECT_LT(replicated, full / 2 * 1.15);
 }
 
+// --sequence-parallel under 2D: norms and residuals on sequence slices of each TP group, their
+// gradients summed over it after the data-parallel reduction, over FSDP and over DDP.
+TEST_F(TwoDTest, SequenceParallelMatchesSingleDeviceOverFsdpAndDdp) {
+  ASSERT_EQ(single("single", "debug-tp").exit_code, 0);
+  for (const char* name : {"sp_fsdp", "sp_ddp"}) {
+    std::vector<std::string> extra = {"-b", "4", "--sequence-parallel"};
+    if (std::string(name) == "sp_ddp") extra.push_back("--dp-replicate");
+    auto r = two_d(name, "debug-tp", extra);
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+    expect_same_run("single", name, 1e-5);
+    // The TP group moves all-gathers and reduce-scatters, and all-reduces only the loss's two
+    // statistics and the replicated gradients, plus the norm under DDP (FSDP sums it over the
+    // world): none per block.
+    const auto comm = records(name).back().at("comm").at("tp");
+    EXPECT_TRUE(comm.contains("all_gather") && comm.contains("reduce_scatter")) << comm.dump();
+    EXPECT_EQ(comm.at("all_reduce").at("calls").get<int>(), std::string(name) == "sp_fsdp" ? 3 : 4) << comm.dump();
+  }
+}
+
+// FSDP's tuning flags act under 2D (seen in the collectives each step moves) and keep the
+// single-device curve; mixed precision moves half the bytes and stays near it. Under
+// --dp-replicate they are refused (usage_errors_test).
+TEST_F(TwoDTest, FsdpTuningFlagsTakeEffect) {
+  ASSERT_EQ(single("single", "debug-tp").exit_code, 0);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"plain", {}},
+      {"zero2", {"--no-reshard-after-forward", "--prefetch", "2"}},
+      {"recompute", {"--checkpoint-activations", "--cpu-offload", "--prefetch", "0"}},
+      {"mixed", {"--mp-param-dtype", "bf16", "--mp-reduce-dtype", "bf16"}}};
+  for (const auto& [name, flags] : runs) {
+    std::vector<std::string> extra = {"-b", "4"};
+    extra.insert(extra.end(), flags.begin(), flags.end());
+    auto r = two_d(name, "debug-tp", extra);
+    ASSERT_EQ(r.exit_code, 0) << name << "\n" << r.output;
+    if (name != "mixed") expect_same_run("single", name, 1e-5);
+  }
+  auto last = [&](const std::string& name) { return records(name).back(); };
+  auto calls = [&](const std::string& name, const char* group, const char* op) {
+    return last(name).at("comm").at(group).at(op).at("calls").get<int64_t>();
+  };
+  auto bytes = [&](const std::string& name, const char* group, const char* op) {
+    return last(name).at("comm").at(group).at(op).at("bytes").get<int64_t>();
+  };
+  // Kept from forward to backward: fewer all-gathers; prefetching on, then off.
+  EXPECT_LT(calls("zero2", "dp", "all_gather"), calls("plain", "dp", "all_gather"));
+  EXPECT_GT(last("zero2").at("fsdp_prefetched").get<double>(), 0);
+  EXPECT_EQ(last("recompute").at("fsdp_prefetched").get<double>(), 0);
+  // Recomputed blocks run their forward all-reduces again in backward: 2 per block.
+  EXPECT_EQ(calls("recompute", "tp", "all_reduce"), calls("plain", "tp", "all_reduce") + 2 * 2);
+  // bf16 weights gathered and gradients reduce-scattered: half the bytes on the dp dimension.
+  EXPECT_EQ(2 * bytes("mixed", "dp", "all_gather"), bytes("plain", "dp", "all_gather"));
+  EXPECT_EQ(2 * bytes("mixed", "dp", "reduce_scatter"), bytes("plain", "dp", "reduce_scatter"));
+  const auto a = losses("single"), m = losses("mixed");
+  ASSERT_EQ(a.size(), m.size());
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_LE(std::fabs(a[i] - m[i]) / a[i], 2e-2) << "step " << i + 1;
+    differs = differs || a[i] != m[i];
+  }
+  EXPECT_TRUE(differs) << "bf16 compute left every loss bit-identical: --mp-param-dtype was ignored";
+}
+
 TEST_F(TwoDTest, LlamaGqaWithAccumulationAndClippingCountsEachShardOnce) {
   ASSERT_EQ(single("llama", "debug-tp-llama", {"-b", "4", "--grad-accum", "2", "--max-grad-norm", "0.5"}).exit_code, 0);
   for (const char* name : {"llama_fsdp", "llama_ddp"}) {
@@ -80,6 +143,10 @@ TEST_F(TwoDTest, BadLayoutsFailWithOneLine) {
   EXPECT_TRUE(usage_failure(heads)) << heads.output;
   EXPECT_NE(heads.output.find("--tp 2 does not divide the 5 query heads of model debug"), std::string::npos)
       << heads.output;
+  auto seq = train(4, "seq", {"--strategy", "2d", "--tp", "2", "--sequence-parallel", "-m", "debug-tp", "-s", "33",
+                               "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(seq)) << seq.output;
+  EXPECT_NE(seq.output.find("--sequence-parallel: -s 33 does not split over --tp 2"), std::string::npos) << seq.output;
   auto no_tp = train(2, "no_tp", {"--strategy", "2d", "-m", "debug-tp", "--max-steps", "1"});
   EXPECT_TRUE(usage_failure(no_tp)) << no_tp.output;
   EXPECT_NE(no_tp.output.find("--strategy 2d needs --tp M"), std::string::npos) << no_tp.output;

@@ -73,9 +73,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"train", "--verify-init", "--strategy", "fsdp"},
              "ddx: error: --verify-init applies to --strategy ddp, not fsdp"},
         Case{{"train", "--no-reshard-after-forward", "--strategy", "ddp"},
-             "ddx: error: --no-reshard-after-forward applies to --strategy fsdp, not ddp"},
+             "ddx: error: --no-reshard-after-forward applies to --strategy fsdp or 2d, not ddp"},
         Case{{"train", "--prefetch", "1", "--strategy", "ddp"},
-             "ddx: error: --prefetch applies to --strategy fsdp, not ddp"},
+             "ddx: error: --prefetch applies to --strategy fsdp or 2d, not ddp"},
+        // 2d tunes its FSDP with FSDP's flags; with --dp-replicate there is no FSDP to tune.
+        Case{{"train", "--strategy", "2d", "--tp", "2", "--dp-replicate", "--prefetch", "2"},
+             "ddx: error: --prefetch tunes FSDP, but --strategy 2d --dp-replicate replicates the TP slices with DDP"},
+        Case{{"train", "--strategy", "2d", "--tp", "2", "--dp-replicate", "--no-reshard-after-forward"},
+             "ddx: error: --no-reshard-after-forward tunes FSDP, but --strategy 2d --dp-replicate replicates the TP "
+             "slices with DDP"},
+        Case{{"train", "--strategy", "2d", "--tp", "2", "--dp-replicate", "--mp-param-dtype", "bf16"},
+             "ddx: error: --mp-param-dtype tunes FSDP, but --strategy 2d --dp-replicate replicates the TP slices "
+             "with DDP"},
+        Case{{"train", "--strategy", "2d", "--tp", "2", "--zero1"},
+             "ddx: error: --zero1 applies to --strategy ddp, not 2d"},
+        Case{{"train", "--sequence-parallel", "--strategy", "ddp"},
+             "ddx: error: --sequence-parallel applies to --strategy tp or 2d, not ddp"},
         Case{{"train", "--zero1", "--strategy", "bogus"},
              "ddx: error: --strategy bogus is not one of: 2d, ddp, fsdp, pp, single, tp"},
         // A missing checkpoint folder (item 10).

@@ -30,6 +30,8 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "tp"}, 2, false, "debug-tp"},
       {"2d", "2D: tensor parallel over 2 consecutive ranks x FSDP over the rest (world 4: 2 x 2)",
        {"--strategy", "2d", "--tp", "2"}, 1, true, "debug-tp", 2, 2},
+      {"2d-sp", "2D (2 x 2) with sequence parallelism inside each TP group",
+       {"--strategy", "2d", "--tp", "2", "--sequence-parallel"}, 1, true, "debug-tp", 2, 2},
       {"2d-replicate", "2D with DDP instead of FSDP on the data-parallel dimension (--dp-replicate)",
        {"--strategy", "2d", "--tp", "2", "--dp-replicate"}, 1, true, "debug-tp", 2, 2},
       {"pp-gpipe", "pipeline over every rank, GPipe schedule, 4 micro-batches (8-block debug-pp model)",

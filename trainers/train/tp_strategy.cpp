@@ -1,7 +1,5 @@
 #include "train/tp_strategy.h"
 
-#include <chrono>
-
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 #include "models/parallel_layers.h"
@@ -27,26 +25,12 @@ void TpStrategy::setup(const StrategyContext& c) {
 }
 
 double TpStrategy::finish_gradients() {
-  if (!sequence_parallel_ || group_->size() == 1) return 0.0;
-  // Replicated parameters ran on sequence slices: their gradients are partial sums. One
-  // all-reduce of all of them, flattened.
+  if (!sequence_parallel_) return 0.0;
   std::vector<torch::Tensor> grads;
   for (auto& [name, p] : parameters_) {
-    if (!shards_.count(name) && p.grad().defined()) grads.push_back(p.mutable_grad());
+    if (!shards_.count(name)) grads.push_back(p.grad());
   }
-  if (grads.empty()) return 0.0;
-  std::vector<torch::Tensor> flat_parts;
-  for (const auto& g : grads) flat_parts.push_back(g.reshape({-1}));
-  torch::Tensor flat = torch::cat(flat_parts);
-  const auto t0 = std::chrono::steady_clock::now();
-  all_reduce(*group_, flat).wait();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t offset = 0;
-  for (auto& g : grads) {
-    g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
-    offset += g.numel();
-  }
-  return waited;
+  return sum_sequence_parallel_gradients(*group_, grads);
 }
 
 double TpStrategy::grad_norm_sq() const {

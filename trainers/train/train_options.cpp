@@ -151,14 +151,15 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--first-bucket-mb", {"ddp"}},
       {"--grad-as-bucket-view", {"ddp"}},
       {"--zero1", {"ddp"}},
-      {"--reshard-after-forward", {"fsdp"}},  // also its --no- form
-      {"--prefetch", {"fsdp"}},
-      {"--mp-param-dtype", {"fsdp"}},
-      {"--mp-reduce-dtype", {"fsdp"}},
-      {"--cpu-offload", {"fsdp"}},
-      {"--checkpoint-activations", {"fsdp"}},
+      // 2d shards its TP slices with FSDP (unless --dp-replicate: refused there below).
+      {"--reshard-after-forward", {"fsdp", "2d"}},  // also its --no- form
+      {"--prefetch", {"fsdp", "2d"}},
+      {"--mp-param-dtype", {"fsdp", "2d"}},
+      {"--mp-reduce-dtype", {"fsdp", "2d"}},
+      {"--cpu-offload", {"fsdp", "2d"}},
+      {"--checkpoint-activations", {"fsdp", "2d"}},
       {"--tp", {"tp", "2d"}},
-      {"--sequence-parallel", {"tp"}},
+      {"--sequence-parallel", {"tp", "2d"}},
       {"--dp-replicate", {"2d"}},
       {"--pp", {"pp"}},
       {"--pp-split", {"pp"}},
@@ -170,24 +171,30 @@ const std::vector<StrategyFlag>& strategy_flags() {
   return table;
 }
 
-void refuse_flags_of_other_strategies(const CLI::App& cmd, const std::string& strategy) {
+void refuse_flags_of_other_strategies(const CLI::App& cmd, const std::string& strategy, bool dp_replicate) {
   check_strategy_name(strategy);
   for (const StrategyFlag& row : strategy_flags()) {
     const CLI::Option* opt = cmd.get_option_no_throw(row.flag);
     if (!opt) throw std::logic_error(std::string("strategy flag table names an unknown flag ") + row.flag);
     if (opt->count() == 0) continue;
-    if (std::find(row.strategies.begin(), row.strategies.end(), strategy) != row.strategies.end()) continue;
     // A negated flag (--no-reshard-after-forward) is named as typed.
     std::string typed = row.flag;
     if (!opt->get_fnames().empty() && !opt->as<bool>()) typed = "--no-" + typed.substr(2);
-    throw UsageError(typed + " applies to --strategy " + join(row.strategies, " or ") + ", not " + strategy);
+    const auto& allowed = row.strategies;
+    if (std::find(allowed.begin(), allowed.end(), strategy) == allowed.end()) {
+      throw UsageError(typed + " applies to --strategy " + join(allowed, " or ") + ", not " + strategy);
+    }
+    // 2d --dp-replicate holds the TP slices with DDP: an FSDP flag would have nothing to tune.
+    if (strategy == "2d" && dp_replicate && std::find(allowed.begin(), allowed.end(), "fsdp") != allowed.end()) {
+      throw UsageError(typed + " tunes FSDP, but --strategy 2d --dp-replicate replicates the TP slices with DDP");
+    }
   }
 }
 
 }  // namespace
 
 void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
-  refuse_flags_of_other_strategies(cmd, o.strategy);
+  refuse_flags_of_other_strategies(cmd, o.strategy, o.dp_replicate);
   const bool builtin = o.dataset.rfind("builtin:", 0) == 0;
   if (builtin && cmd.count("--max-steps") == 0 && cmd.count("--num-epochs") == 0) {
     // `ddx train` as a first try: a few seconds, a loss that visibly falls, then done.

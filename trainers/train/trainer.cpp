@@ -16,6 +16,7 @@
 #include "data/tokenizer.h"
 #include "ddx/checksum.h"
 #include "ddx/collectives.h"
+#include "ddx/comm_counters.h"
 #include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
@@ -408,7 +409,17 @@ struct StepRecord {
   double loss = 0, loss_avg = 0, lr = 0, grad_norm = 0, step_s = 0, tokens_per_s = 0;
   std::string checksum;
   bool update_skipped = false;
+  CommCounts comm;  // what the step's collectives moved, from its data to its update (docs/tp.md)
 };
+
+// {"tp": {"all_reduce": {"calls": 10, "bytes": 368640}, ...}, "world": {...}}
+json comm_json(const CommCounts& counts) {
+  json out = json::object();
+  for (const auto& [label, per_op] : counts) {
+    for (const auto& [op, c] : per_op) out[label][op] = {{"calls", c.calls}, {"bytes", c.bytes}};
+  }
+  return out;
+}
 
 void record_step(Run& run, const StepRecord& s, const PhaseTimes& times, StragglerWatch& stragglers) {
   // The straggler view: every rank's step and comm-wait time, the slowest named.
@@ -439,7 +450,8 @@ void record_step(Run& run, const StepRecord& s, const PhaseTimes& times, Straggl
                  {"rss_bytes", host.rss_bytes}, {"peak_rss_bytes", host.peak_rss_bytes},
                  {"param_bytes", mem.parameter_bytes}, {"grad_bytes", mem.gradient_bytes},
                  {"optimizer_bytes", mem.optimizer_bytes}, {"unsharded_peak_bytes", mem.unsharded_peak_bytes},
-                 {"world_size", world.size()}, {"strategy", run.o.strategy}};
+                 {"world_size", world.size()}, {"strategy", run.o.strategy},
+                 {"comm_bytes", total_bytes(s.comm)}, {"comm", comm_json(s.comm)}};
   if (!s.checksum.empty()) record["param_checksum"] = s.checksum;
   if (auto injected = faults::report_entry(); !injected.empty()) record["injected_faults"] = injected;
   if (s.update_skipped) record["update_skipped"] = true;
@@ -504,11 +516,13 @@ double train_loop(Run& run) {
     PhaseTimes times;
     StepResult result;
     int64_t local_tokens = 0;
+    const CommCounts comm_before = comm_counts();
     {
       StepBatch batch = load_step_batch(run, epoch, step_in_epoch, times);
       local_tokens = batch.local_tokens;
       result = train_step(run, batch, step, lr, times);
     }
+    const CommCounts step_comm = comm_counts_since(comm_before, comm_counts());
     last_loss = result.loss;
     window_loss += result.loss;
     ++window_steps;
@@ -519,6 +533,7 @@ double train_loop(Run& run) {
     record.lr = lr;
     record.grad_norm = result.grad_norm;
     record.update_skipped = result.update_skipped;
+    record.comm = step_comm;
     record.step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_step).count();
     record.tokens_per_s = static_cast<double>(run.global_batch * o.seq_length) / record.step_s;
     const int64_t done = record.done;

@@ -34,8 +34,8 @@ MeshGroups make_mesh(const StrategyContext& c) {
   return {&mesh.group("dp"), &mesh.group("tp"), &c.world.world()};
 }
 
-models::TensorParallel split_over(Group* tp) {
-  models::TensorParallel split{tp, false};
+models::TensorParallel split_over(Group* tp, bool sequence_parallel) {
+  models::TensorParallel split{tp, sequence_parallel};
   split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
   return split;
 }
@@ -45,11 +45,25 @@ class TwoDFsdpStrategy : public FsdpStrategy {
  public:
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
-    setup_on(c, *mesh_.dp, split_over(mesh_.tp));
+    sequence_parallel_ = c.options.sequence_parallel;
+    setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
     NamedTensors local;  // skeleton tensors: shapes only
     for (auto& item : model_->named_parameters()) local.emplace_back(item.key(), item.value());
     full_shapes_ = full_shapes(local, shards_);
+  }
+
+  double finish_gradients() override {
+    double waited = FsdpStrategy::finish_gradients();
+    if (!sequence_parallel_) return waited;
+    // The dp-reduced rows of the replicated parameters, still partial over the TP group.
+    std::vector<torch::Tensor> grads;
+    for (const auto& unit : units_) {
+      for (size_t i = 0; i < unit->layout().parameters.size(); ++i) {
+        if (!shards_.count(unit->layout().parameters[i].name)) grads.push_back(unit->owned_grad_rows(i));
+      }
+    }
+    return waited + sum_sequence_parallel_gradients(*mesh_.tp, grads);
   }
 
   NamedTensors full_parameters() override {
@@ -96,6 +110,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
 
  private:
   MeshGroups mesh_;
+  bool sequence_parallel_ = false;
   models::ParameterShards shards_;
   ParameterShapes full_shapes_;
 };
@@ -106,8 +121,19 @@ class TwoDReplicateStrategy : public DdpStrategy {
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
     config_ = &c.model;
-    setup_on(c, *mesh_.dp, split_over(mesh_.tp));
+    sequence_parallel_ = c.options.sequence_parallel;
+    setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
+  }
+
+  double finish_gradients() override {
+    double waited = DdpStrategy::finish_gradients();
+    if (!sequence_parallel_) return waited;
+    std::vector<torch::Tensor> grads;  // dp-reduced, still partial over the TP group
+    for (auto& [name, p] : parameters_) {
+      if (!shards_.count(name)) grads.push_back(p.grad());
+    }
+    return waited + sum_sequence_parallel_gradients(*mesh_.tp, grads);
   }
 
   NamedTensors full_parameters() override { return full_tp_parameters(*mesh_.tp, shards_, parameters_); }
@@ -129,6 +155,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
 
  private:
   MeshGroups mesh_;
+  bool sequence_parallel_ = false;
   models::ParameterShards shards_;
   const models::ModelConfig* config_ = nullptr;
 };

@@ -1,11 +1,14 @@
-// The interposition point of the collective layer: numbering, records, observers, hooks,
-// completion tracking and error wrapping, shared by every op in collectives.cpp.
+// The interposition point of the collective layer: numbering, records, call and byte
+// counters (comm_counters.h), observers, hooks, completion tracking and error wrapping, shared
+// by every op in collectives.cpp.
 #include "collective_layer.h"
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <sstream>
+
+#include "ddx/comm_counters.h"
 
 namespace ddx {
 
@@ -130,6 +133,7 @@ Work launch(Group& group, LaunchSpec spec) {
   OpRecord& r = spec.record;
   r.backend = group.backend_name(spec.device);
   fill_common(group, r);
+  count_op(r);
   for (CollectiveHook* h : hooks()) h->before_launch(r, spec.inputs);
   notify_enqueue(r);
 
@@ -172,6 +176,7 @@ Work launch(Group& group, LaunchSpec spec) {
 void run_blocking(Group& group, OpRecord r, const std::function<void()>& body) {
   r.backend = "gloo";
   fill_common(group, r);
+  count_op(r);
   notify_enqueue(r);
   auto pending = group.pending();
   pending->fetch_add(1);
