@@ -109,15 +109,18 @@ int run_matrix(fm::Options& o) {
 
 Subcommand add_fault_matrix_command(CLI::App& fault) {
   auto o = std::make_shared<fm::Options>();
+  auto np_marker = std::make_shared<bool>(false);
   CLI::App* cmd = fault.add_subcommand(
       "matrix",
       "Inject every fault kind in turn into a small training job under ddx launch and check that "
       "it is detected, its culprit named, nothing left running, the checkpoints intact and the job "
       "recovered bit-identically; one row per fault, report.json, JUnit XML.\n"
       "  ddx fault matrix --strategy ddp -np 4 --out fault-matrix");
-  cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks of each job (ddx launch on this node)")
+  // `-np 4` as for ddx launch: CLI11 reads it as -n -p, so -n is a hidden marker for -p.
+  cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks of each job (ddx launch on this node; also -np N)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  cmd->add_flag("-n", *np_marker)->group("");
   cmd->add_option("--strategy", o->strategy, "ddx train --strategy of every job")->capture_default_str();
   cmd->add_option("-m,--model", o->model, "ddx train --model of every job")->capture_default_str();
   cmd->add_option("--kinds", o->kinds, "Only these rows (comma-separated): " + kind_names())->delimiter(',');
@@ -136,7 +139,10 @@ Subcommand add_fault_matrix_command(CLI::App& fault) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("train-args", o->train_args, "Further ddx train arguments for every job, after --");
-  return {cmd, [o]() { return run_matrix(*o); }};
+  return {cmd, [o, np_marker, cmd]() {
+            if (*np_marker && cmd->count("-p") == 0) throw UsageError("ddx fault matrix: -n is not a flag; use -np N");
+            return run_matrix(*o);
+          }};
 }
 
 }  // namespace ddx::cli

@@ -228,12 +228,12 @@ std::pair<bool, std::string> check_checkpoints(const std::string& dir) {
 
 // When the fault struck, from the job's own lines: the fault's "fault <spec> fires on rank" line;
 // for kinds that do not log each firing (straggler, slow-link, corrupt-collective), the log line
-// of the step before the fault step, or of the first step for a fault on every step; for the
-// pairwise probe, its header line, printed as it starts measuring.
+// of the step before the fault step, or of the first step for a fault on every step; else (the
+// pairwise probe, which prints its results at the end) the launcher's start line.
 double fault_time(const JobEvidence& job, const std::string& spec, int step) {
   const std::vector<std::string> markers = {"fault " + spec + " fires on rank",
                                             " step " + std::to_string(std::max(step - 1, 1)) + "/",
-                                            "# ddx probe bandwidth --pairs: engine "};
+                                            "ddx launch: starting "};
   for (const std::string& marker : markers) {
     for (const TimedLine& line : job.lines) {
       if (line.text.find(marker) != std::string::npos) return line.at_s;
