@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -68,6 +69,7 @@ Finding watchdog_and_analyzer(const JobEvidence& job) {
     }
   }
   const std::string traces = job.dir + "/traces";
+  if (!std::filesystem::is_directory(traces)) return f;  // nothing was dumped
   const std::string out = job.dir + "/analyze.json";
   parity::run_process({parity::self_executable(), "analyze", "--json", traces}, {}, out, 120);
   std::ifstream in(out);
