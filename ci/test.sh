@@ -12,7 +12,8 @@ cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/nu
 cmake --build "$build" -j "$jobs"
 echo "ci: build took $(( $(date +%s) - start )) s"
 
-# Multi-rank tests start several processes each: run two tests at a time on 2 cores.
+# Multi-rank tests start several processes each: run two tests at a time on 2 cores. Every
+# label runs (unit, dist, parity, reference, faults); pass -L/-LE to pick.
 cd "$build"
 status=0
 ctest --output-on-failure --timeout 600 -j "${DDX_TEST_JOBS:-2}" "$@" || status=$?
@@ -20,5 +21,11 @@ ctest --output-on-failure --timeout 600 -j "${DDX_TEST_JOBS:-2}" "$@" || status=
 if [ -f "$build/parity-ci-output.txt" ]; then
   echo "ci: ddx parity report (from the parity test):"
   sed -n '/^strategy /,$p' "$build/parity-ci-output.txt"
+fi
+# So does the fault matrix's table (from the `faults` label's full run, the newest one).
+matrix_table=$(ls -t "$build"/test-scratch/fault-matrix-ddp-*/out/table.txt 2>/dev/null | head -n 1 || true)
+if [ -n "$matrix_table" ]; then
+  echo "ci: ddx fault matrix table (from the faults test):"
+  cat "$matrix_table"
 fi
 exit $status

@@ -20,6 +20,9 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
   commands.push_back(add_hang_command(*probe));
   commands.push_back(add_bandwidth_command(*probe));
   commands.push_back(add_buserror_command(*probe));
+  CLI::App* fault = app.add_subcommand("fault", "Fault injection: the fault matrix");
+  fault->require_subcommand(1);
+  commands.push_back(add_fault_matrix_command(*fault));
 #endif
   return commands;
 }

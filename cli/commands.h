@@ -28,6 +28,7 @@ Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint
 Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
 Subcommand add_validate_command(CLI::App& app);     // validate/validate_command.cpp
 Subcommand add_top_command(CLI::App& app);          // top/top_command.cpp
+Subcommand add_fault_matrix_command(CLI::App& fault);  // faults/matrix/matrix_command.cpp
 #endif
 
 }  // namespace ddx::cli

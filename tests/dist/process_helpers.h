@@ -2,7 +2,6 @@
 // Starting, waiting for and cleaning up real processes in tests. Every child runs in its own
 // process group with its output in a file; the destructor kills the group, so a failing
 // assertion never leaves processes behind.
-#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,7 +11,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -20,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "ddx/processes.h"
 
 extern char** environ;
 
@@ -39,15 +39,7 @@ inline std::vector<pid_t> read_pids(const std::string& path) {
   return pids;
 }
 
-// Alive and not a zombie.
-inline bool process_alive(pid_t pid) {
-  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  size_t close = text.rfind(')');
-  return close == std::string::npos || close + 2 >= text.size() || text[close + 2] != 'Z';
-}
+using ddx::process_alive;
 
 // True once every pid is gone, false when some is still alive after `timeout`.
 inline bool wait_until_dead(const std::vector<pid_t>& pids, std::chrono::milliseconds timeout) {
@@ -63,20 +55,9 @@ inline bool wait_until_dead(const std::vector<pid_t>& pids, std::chrono::millise
 
 // Processes other than this one, alive, whose command line mentions `needle` (a run's unique
 // scratch folder) or that belong to process group `group` (-1: none): what a finished run
-// left behind. `ddx launch` puts its workers in their own group, hence the command line.
+// left behind.
 inline std::vector<pid_t> processes_left(const std::string& needle, pid_t group = -1) {
-  std::vector<pid_t> found;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return found;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
-    if (pid <= 0 || pid == ::getpid() || !process_alive(pid)) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if ((group > 0 && ::getpgid(pid) == group) || cmdline.find(needle) != std::string::npos) found.push_back(pid);
-  }
-  ::closedir(proc);
-  return found;
+  return ddx::live_processes(needle, group);
 }
 
 // The child's environment is this process's, without any DDX_* variable (injected faults and

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ddx/atomic_file.h"
+#include "ddx/junit.h"
 #include "ddx/svg_plot.h"
 #include "faults/faults.h"
 
@@ -13,20 +14,6 @@
 
 namespace ddx::parity {
 namespace {
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string run_label(const RunReport& r) {
   return r.world_size > 1 ? r.name + " x" + std::to_string(r.world_size) : r.name;
@@ -84,29 +71,18 @@ void write_report_json(const std::string& path, const std::vector<StepPoint>& ba
 }
 
 void write_junit(const std::string& path, const std::vector<RunReport>& runs, double tolerance_rel) {
-  int failures = 0;
-  double total = 0;
+  std::vector<JunitCase> cases;
   for (const RunReport& r : runs) {
-    failures += r.verdict != "PASS";
-    total += r.seconds;
-  }
-  std::ostringstream x;
-  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<testsuites><testsuite name=\"ddx-parity\" tests=\"" << runs.size() << "\" failures=\"" << failures
-    << "\" time=\"" << total << "\">\n";
-  for (const RunReport& r : runs) {
-    x << "  <testcase classname=\"ddx.parity." << xml_escape(r.name) << "\" name=\"" << xml_escape(run_label(r))
-      << "\" time=\"" << r.seconds << "\">";
-    if (r.verdict != "PASS") {
+    JunitCase c{"ddx.parity." + r.name, run_label(r), r.seconds, r.verdict != "PASS", "", "log: " + r.log_path};
+    if (c.failed) {
       std::ostringstream msg;
       msg << r.verdict << ": " << r.comparison.note << " (max rel loss diff " << r.comparison.max_rel_loss_diff
           << ", tolerance " << tolerance_rel << ")";
-      x << "<failure message=\"" << xml_escape(msg.str()) << "\">log: " << xml_escape(r.log_path) << "</failure>";
+      c.message = msg.str();
     }
-    x << "</testcase>\n";
+    cases.push_back(c);
   }
-  x << "</testsuite></testsuites>\n";
-  write_file_atomically(path, x.str());
+  write_file_atomically(path, junit_xml("ddx-parity", cases));
 }
 
 void write_parity_plot(const std::string& path, const std::vector<StepPoint>& baseline,

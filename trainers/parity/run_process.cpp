@@ -13,10 +13,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ddx/processes.h"
+
 namespace ddx::parity {
 
 ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                           const std::string& log_path, double timeout_s) {
+                           const std::string& log_path, double timeout_s,
+                           const std::function<void()>& on_poll) {
   const int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) throw std::runtime_error("cannot create " + log_path + ": " + std::strerror(errno));
   const auto t0 = std::chrono::steady_clock::now();
@@ -49,8 +52,10 @@ ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<
       ::waitpid(pid, &status, 0);
       break;
     }
+    if (on_poll) on_poll();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  if (!outcome.timed_out) outcome.left_in_group = static_cast<int>(live_processes("", pid).size());
   ::kill(-pid, SIGKILL);  // nothing of the run outlives it
   outcome.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!outcome.timed_out && WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one child command with its output in a log file and a hard timeout after which its
 // whole process group is killed (a hung training run never hangs the suite).
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -11,10 +12,13 @@ struct ProcessOutcome {
   int exit_code = -1;   // -1: killed by a signal or timed out
   bool timed_out = false;
   double seconds = 0;
+  int left_in_group = 0;  // processes still in the child's group when it exited (then killed)
 };
 
+// `on_poll`, when given, is called about every 50 ms while the child runs (to watch its log).
 ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                           const std::string& log_path, double timeout_s);
+                           const std::string& log_path, double timeout_s,
+                           const std::function<void()>& on_poll = nullptr);
 
 // The running ddx binary (for launching runs of itself).
 std::string self_executable();

@@ -1,0 +1,124 @@
+#pragma once
+// `ddx fault matrix`: the user's proof that every fault is caught. Each fault kind runs in turn
+// under `ddx launch` on a small training job; each row's evidence is read back from what the job
+// left (the launcher's failure lines, the detectors' log lines, the analyzer's verdict JSON,
+// metrics.jsonl, the checkpoint folders), never from knowing what was injected; the expected
+// side of each row (which fault, which detector must name which culprit, whether the job must
+// come back) is one line of row_specs(). A clean reference run comes first, with the detectors of
+// every selected row on: recovered rows must equal it bit for bit, and no detector may fire on it.
+#include <string>
+#include <vector>
+
+namespace ddx::faults::matrix {
+
+// One line of the matrix: adding a fault kind to the matrix adds one of these.
+// In `faults` and `culprit`, {rank} is the faulted rank, {step} the fault step and {ckpt} the
+// last checkpoint step before it.
+struct RowSpec {
+  std::string kind;
+  std::string job;       // "train": the training job; "pairs": the pairwise bandwidth probe
+  std::string faults;    // --fault specs (DDX_FAULT for the probe), several separated by ';'
+  std::string detector;  // the detector (detectors()) that must name the culprit
+  std::string culprit;   // what it must name: "rank {rank}", "checkpoint step {ckpt}"
+  bool recovers;         // run with --max-restarts 1: must resume and end bit-identical to the reference
+};
+const std::vector<RowSpec>& row_specs();
+
+struct Options {
+  int nproc = 4;
+  std::string strategy = "ddp";
+  std::string model = "debug";
+  std::vector<std::string> kinds;    // empty: every row
+  std::vector<std::string> without;  // detectors whose flags are left out (the self-test)
+  std::string out_dir = "fault-matrix";
+  int fault_rank = -1;               // -1: the last rank
+  int fault_step = 13;
+  int ckpt_freq = 5;
+  int max_steps = 16;
+  double collective_timeout_s = 5;
+  double row_timeout_s = 180;
+  std::vector<std::string> train_args;  // extra `ddx train` arguments (after --)
+};
+
+// A line of a job's output and when the matrix saw it (seconds since the job started).
+struct TimedLine {
+  double at_s = 0;
+  std::string text;
+};
+
+// What one job left behind, for the detectors to read.
+struct JobEvidence {
+  std::vector<TimedLine> lines;  // the launcher's console: its own lines and every rank's
+  std::string dir;               // the job's folder (out/, traces/, metrics.jsonl, final.safetensors)
+};
+
+// What a detector found: whether it fired, whom it named ("rank 3", "ranks 0,2",
+// "checkpoint step 10") and when.
+struct Finding {
+  bool fired = false;
+  std::string culprit;
+  double at_s = -1;
+  std::string evidence;  // the line (or verdict) it was read from
+};
+
+// A detector as the matrix sees it: the `ddx train` flags that turn it on (empty: always on)
+// and how to read its finding from a job's evidence.
+struct Detector {
+  std::string name;
+  std::vector<std::string> flags;
+  Finding (*find)(const JobEvidence&);
+};
+const std::vector<Detector>& detectors();
+const Detector* find_detector(const std::string& name);
+
+struct RowResult {
+  std::string kind;
+  std::vector<std::string> faults;
+  int rank = -1;  // of the first fault; -1: every rank
+  int step = -1;  // of the first fault; -1: every step
+  std::string expected_detector;
+  std::vector<std::string> detected_by;  // every detector that fired, "name (culprit)"
+  bool detected = false;                 // the expected detector fired
+  std::string culprit_expected;
+  std::string culprit_named;
+  bool culprit_correct = false;
+  double seconds_to_diagnosis = -1;      // from the fault's own log line to the detector's
+  int leftover_processes = 0;
+  bool checkpoints_apply = true;         // false for the probe, which writes none
+  bool checkpoints_intact = false;
+  std::string checkpoints_note;
+  bool recovery_applies = false;
+  bool recovered = false;
+  bool bit_identical = false;
+  std::string recovery_note;
+  bool passed = false;
+  std::string note;                      // why it failed
+  int exit_code = -1;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string log;
+};
+
+// The reference run: a clean job whose loss curve and final weights recovered rows must equal.
+struct Reference {
+  bool ok = false;
+  std::string note;
+  std::vector<std::pair<int64_t, double>> curve;  // (step, loss)
+  std::string weights_path;
+  double seconds = 0;
+  std::string log;
+};
+
+// Running jobs (matrix_job.cpp). row_faults: the row's fault specs for these options.
+std::vector<std::string> row_faults(const Options& o, const RowSpec& spec);
+Reference run_reference(const Options& o, const std::vector<RowSpec>& rows);
+RowResult run_row(const Options& o, const RowSpec& spec, const Reference& reference);
+
+// Reports (matrix_report.cpp): the table's header and rows (printed live), then report.json,
+// junit.xml and table.txt, written atomically into o.out_dir.
+std::string table_header();
+std::string table_row(const RowResult& r);
+std::string summary_line(const std::vector<RowResult>& rows);
+void write_reports(const Options& o, const Reference& reference, const std::vector<RowResult>& rows);
+
+}  // namespace ddx::faults::matrix

@@ -1,0 +1,148 @@
+// `ddx fault matrix` on the command line: check the options, run the clean reference, then
+// every selected row in turn (a progress line, then its table row as soon as it is judged),
+// write the reports; exit 0 only when the reference and every row passed.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ddx/errors.h"
+#include "ddx/text.h"
+#include "faults/matrix/matrix.h"
+
+namespace ddx::cli {
+namespace {
+namespace fm = faults::matrix;
+
+std::string kind_names() {
+  std::vector<std::string> names;
+  for (const auto& r : fm::row_specs()) names.push_back(r.kind);
+  return join(names);
+}
+
+// The detectors the self-test can turn off: those that need a flag.
+std::string switchable_detectors() {
+  std::vector<std::string> names;
+  for (const auto& d : fm::detectors()) {
+    if (!d.flags.empty()) names.push_back(d.name);
+  }
+  return join(names);
+}
+
+std::vector<fm::RowSpec> selected_rows(const fm::Options& o) {
+  std::vector<fm::RowSpec> rows;
+  for (const std::string& kind : o.kinds) {
+    auto it = std::find_if(fm::row_specs().begin(), fm::row_specs().end(), [&](const auto& r) { return r.kind == kind; });
+    if (it == fm::row_specs().end()) {
+      throw UsageError("--kinds: no matrix row for fault kind '" + kind + "' (rows: " + kind_names() + ")");
+    }
+  }
+  for (const auto& r : fm::row_specs()) {
+    if (o.kinds.empty() || std::find(o.kinds.begin(), o.kinds.end(), r.kind) != o.kinds.end()) rows.push_back(r);
+  }
+  return rows;
+}
+
+void check(const fm::Options& o) {
+  for (const std::string& name : o.without) {
+    const fm::Detector* d = fm::find_detector(name);
+    if (d == nullptr || d->flags.empty()) {
+      throw UsageError("--without: '" + name + "' is not a detector that can be turned off (valid: " +
+                       switchable_detectors() + ")");
+    }
+  }
+  const int rank = o.fault_rank >= 0 ? o.fault_rank : o.nproc - 1;
+  if (rank >= o.nproc) {
+    throw UsageError("--fault-rank " + std::to_string(rank) + " is outside the world of " + std::to_string(o.nproc) +
+                     " rank(s)");
+  }
+  if (o.fault_step > o.max_steps) {
+    throw UsageError("--fault-step " + std::to_string(o.fault_step) + " is past --max-steps " + std::to_string(o.max_steps));
+  }
+  if (o.fault_step <= o.ckpt_freq) {
+    throw UsageError("--fault-step " + std::to_string(o.fault_step) + " must come after the first checkpoint (--ckpt-freq " +
+                     std::to_string(o.ckpt_freq) + "): the restarted job resumes from one");
+  }
+  // The reference run must be clean: an inherited DDX_FAULT would reach every job.
+  if (const char* leaked = std::getenv("DDX_FAULT"); leaked != nullptr && *leaked != '\0') {
+    throw UsageError(std::string("DDX_FAULT is set (") + leaked + "); the matrix injects its own faults, unset it");
+  }
+}
+
+int run_matrix(fm::Options& o) {
+  check(o);
+  const auto rows = selected_rows(o);
+  std::filesystem::create_directories(o.out_dir);
+  std::printf("fault matrix: %zu row(s), ddx train --strategy %s -m %s under ddx launch -np %d; fault at step %d, "
+              "checkpoints every %d, %d steps%s\n",
+              rows.size(), o.strategy.c_str(), o.model.c_str(), o.nproc, o.fault_step, o.ckpt_freq, o.max_steps,
+              o.without.empty() ? "" : ("; detectors off: " + join(o.without)).c_str());
+  std::printf("[ref] clean reference run ...\n");
+  std::fflush(stdout);
+  const fm::Reference reference = fm::run_reference(o, rows);
+  std::printf("[ref] %s (%.1f s, %zu steps)%s%s\n", reference.ok ? "PASS" : "FAIL", reference.seconds,
+              reference.curve.size(), reference.ok ? "" : ": ", reference.note.c_str());
+  if (!reference.ok) std::printf("    log: %s\n", reference.log.c_str());
+  std::printf("%s\n", fm::table_header().c_str());
+  std::fflush(stdout);
+  std::vector<fm::RowResult> results;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::printf("[%zu/%zu] %s: %s ...\n", i + 1, rows.size(), rows[i].kind.c_str(),
+                join(fm::row_faults(o, rows[i]), " + ").c_str());
+    std::fflush(stdout);
+    results.push_back(fm::run_row(o, rows[i], reference));
+    std::printf("%s\n", fm::table_row(results.back()).c_str());
+    std::fflush(stdout);
+  }
+  fm::write_reports(o, reference, results);
+  const bool passed = reference.ok && std::all_of(results.begin(), results.end(), [](const auto& r) { return r.passed; });
+  std::printf("%s: %s; report %s/report.json (also junit.xml, table.txt)\n", fm::summary_line(results).c_str(),
+              passed ? "PASS" : "FAIL", o.out_dir.c_str());
+  return passed ? 0 : 1;
+}
+
+}  // namespace
+
+Subcommand add_fault_matrix_command(CLI::App& fault) {
+  auto o = std::make_shared<fm::Options>();
+  auto np_marker = std::make_shared<bool>(false);
+  CLI::App* cmd = fault.add_subcommand(
+      "matrix",
+      "Inject every fault kind in turn into a small training job under ddx launch and check that "
+      "it is detected, its culprit named, nothing left running, the checkpoints intact and the job "
+      "recovered bit-identically; one row per fault, report.json, JUnit XML.\n"
+      "  ddx fault matrix --strategy ddp -np 4 --out fault-matrix");
+  // `-np 4` as for ddx launch: CLI11 reads it as -n -p, so -n is a hidden marker for -p.
+  cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks of each job (ddx launch on this node; also -np N)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_flag("-n", *np_marker)->group("");
+  cmd->add_option("--strategy", o->strategy, "ddx train --strategy of every job")->capture_default_str();
+  cmd->add_option("-m,--model", o->model, "ddx train --model of every job")->capture_default_str();
+  cmd->add_option("--kinds", o->kinds, "Only these rows (comma-separated): " + kind_names())->delimiter(',');
+  cmd->add_option("--without", o->without,
+                  "Leave these detectors' flags out (the self-test: their rows must FAIL): " + switchable_detectors())
+      ->delimiter(',');
+  cmd->add_option("--out", o->out_dir, "Folder for the reports and every job's folder")->capture_default_str();
+  cmd->add_option("--fault-rank", o->fault_rank, "Rank the faults target (default: the last)");
+  cmd->add_option("--fault-step", o->fault_step, "Step the faults fire at")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--ckpt-freq", o->ckpt_freq, "Steps between checkpoints")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--max-steps", o->max_steps, "Steps of each job")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--collective-timeout", o->collective_timeout_s, "Seconds before a hung collective is diagnosed")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--row-timeout", o->row_timeout_s, "Seconds before a row's job is killed and the row FAILs")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("train-args", o->train_args, "Further ddx train arguments for every job, after --");
+  return {cmd, [o, np_marker, cmd]() {
+            if (*np_marker && cmd->count("-p") == 0) throw UsageError("ddx fault matrix: -n is not a flag; use -np N");
+            return run_matrix(*o);
+          }};
+}
+
+}  // namespace ddx::cli

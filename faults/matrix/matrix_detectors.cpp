@@ -1,0 +1,143 @@
+// How the matrix reads each detector's finding back from a job: the lines the detector itself
+// prints (the launcher's failure lines, the watchdog, --nan-check, --replica-check-freq, the
+// straggler warning, the checkpoint checksum warning) and the analyzer's verdict JSON. One entry
+// per detector; the flags are what `ddx train` needs to turn it on (the self-test leaves them out).
+// "pairwise links" reads the pairwise bandwidth probe's slow-rank list.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "ddx/text.h"
+#include "faults/matrix/matrix.h"
+#include "parity/run_process.h"
+
+namespace ddx::faults::matrix {
+namespace {
+
+// "rank 3" or "ranks 0,2" at `pos` of `text`, normalised by ranks_text; "" when there is none.
+std::string ranks_at(const std::string& text, size_t pos) {
+  if (text.compare(pos, 5, "rank ") == 0) {
+    pos += 5;
+  } else if (text.compare(pos, 6, "ranks ") == 0) {
+    pos += 6;
+  } else {
+    return "";
+  }
+  std::vector<int> ranks;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0) {
+    int r = 0;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])) != 0) r = r * 10 + (text[pos++] - '0');
+    ranks.push_back(r);
+    if (pos + 1 < text.size() && text[pos] == ',' && std::isdigit(static_cast<unsigned char>(text[pos + 1])) != 0) ++pos;
+  }
+  return ranks.empty() ? "" : ranks_text(ranks);
+}
+
+// The first line containing `marker` with a rank list right after it.
+Finding first_ranks_after(const JobEvidence& job, const std::string& marker) {
+  for (const TimedLine& line : job.lines) {
+    const size_t at = line.text.find(marker);
+    if (at == std::string::npos) continue;
+    const std::string culprit = ranks_at(line.text, at + marker.size());
+    if (!culprit.empty()) return {true, culprit, line.at_s, line.text};
+  }
+  return {};
+}
+
+// The launcher: the rank its failure line names as the first to fail ("attempt 1 failed: rank 3
+// SIGKILL ..." when it restarts, "Root cause: rank 3 ..." in the failure table when it does not).
+Finding launcher(const JobEvidence& job) {
+  Finding restart = first_ranks_after(job, "ddx launch: attempt 1 failed: ");
+  Finding table = first_ranks_after(job, "Root cause: ");
+  if (restart.fired && (!table.fired || restart.at_s <= table.at_s)) return restart;
+  return table;
+}
+
+// The collective timeout's watchdog says when it saw the hang (its "<- behind" line); the
+// analyzer, run on the flight-recorder dumps afterwards, names the culprit.
+Finding watchdog_and_analyzer(const JobEvidence& job) {
+  Finding f;
+  for (const TimedLine& line : job.lines) {
+    if (line.text.find("ddx watchdog: ") != std::string::npos && line.text.find("<- behind") != std::string::npos) {
+      f.at_s = line.at_s;
+      break;
+    }
+  }
+  const std::string traces = job.dir + "/traces";
+  if (!std::filesystem::is_directory(traces)) return f;  // nothing was dumped
+  const std::string out = job.dir + "/analyze.json";
+  parity::run_process({parity::self_executable(), "analyze", "--json", traces}, {}, out, 120);
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t brace = text.find("\n{") == std::string::npos ? text.find('{') : text.find("\n{") + 1;
+  if (brace == std::string::npos) return f;
+  const auto doc = nlohmann::json::parse(text.substr(brace), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("verdict") || !doc["verdict"].is_object()) return f;
+  const auto& culprits = doc["verdict"].value("culprits", nlohmann::json::array());
+  if (!culprits.is_array() || culprits.empty()) return f;
+  f.fired = true;
+  f.culprit = ranks_text(culprits.get<std::vector<int>>());
+  f.evidence = "analyze.json: " + doc["verdict"].value("summary", std::string());
+  return f;
+}
+
+Finding nan_check(const JobEvidence& job) { return first_ranks_after(job, "non-finite gradient first on "); }
+
+// "data-parallel replica on rank 3 diverges ..." or "... replicas on ranks 0,1 and ranks 2,3 disagree ...".
+Finding replica_check(const JobEvidence& job) {
+  Finding one = first_ranks_after(job, "data-parallel replica on ");
+  return one.fired ? one : first_ranks_after(job, "data-parallel replicas on ");
+}
+
+// `ddx probe bandwidth --pairs`: "# Slow ranks (...):" then "#   rank 3 (host vm, local rank 3): ...".
+Finding pairwise_links(const JobEvidence& job) {
+  JobEvidence after = job;
+  const auto header = std::find_if(job.lines.begin(), job.lines.end(),
+                                   [](const TimedLine& l) { return l.text.find("# Slow ranks") != std::string::npos; });
+  after.lines.assign(header, job.lines.end());
+  return first_ranks_after(after, "#   ");
+}
+
+Finding straggler_warning(const JobEvidence& job) { return first_ranks_after(job, "straggler: "); }
+
+// A checkpoint named corrupt on resume ("checkpoint <dir>/step_000000010 is corrupt: ...").
+Finding checksum(const JobEvidence& job) {
+  for (const TimedLine& line : job.lines) {
+    const size_t corrupt = line.text.find(" is corrupt: ");
+    const size_t step = line.text.rfind("/step_", corrupt);
+    if (corrupt == std::string::npos || step == std::string::npos) continue;
+    const std::string digits = line.text.substr(step + 6, corrupt - step - 6);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return {true, "checkpoint step " + std::to_string(std::stoll(digits)), line.at_s, line.text};
+  }
+  return {};
+}
+
+}  // namespace
+
+const std::vector<Detector>& detectors() {
+  static const std::vector<Detector> all = {
+      {"launcher", {}, launcher},
+      {"watchdog+analyzer", {}, watchdog_and_analyzer},
+      {"nan-check", {"--nan-check"}, nan_check},
+      {"replica-check", {"--replica-check-freq", "1"}, replica_check},
+      {"straggler warning", {"--straggler-factor", "5"}, straggler_warning},
+      {"pairwise links", {}, pairwise_links},
+      {"checksum", {}, checksum},
+  };
+  return all;
+}
+
+const Detector* find_detector(const std::string& name) {
+  for (const Detector& d : detectors()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace ddx::faults::matrix

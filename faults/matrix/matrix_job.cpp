@@ -1,0 +1,385 @@
+// Running the matrix's jobs: one `ddx launch ... -- ddx train` per row in a folder of its own,
+// its console stamped line by line as it arrives (for the seconds from fault to diagnosis),
+// then what it left behind: processes still alive (counted, then killed), the checkpoint folders
+// (each verified against its checksums), the loss curve and final weights against the reference.
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include "ddx/processes.h"
+#include "ddx/text.h"
+#include "faults/matrix/matrix.h"
+#include "parity/run_process.h"
+#include "train/checkpoint.h"
+
+namespace ddx::faults::matrix {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads a growing log and stamps each complete line with when it was first seen.
+class LogWatcher {
+ public:
+  explicit LogWatcher(std::string path) : path_(std::move(path)), t0_(Clock::now()) {}
+
+  void poll() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return;
+    in.seekg(static_cast<std::streamoff>(offset_));
+    const std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    offset_ += chunk.size();
+    pending_ += chunk;
+    const double now = std::chrono::duration<double>(Clock::now() - t0_).count();
+    for (size_t nl = pending_.find('\n'); nl != std::string::npos; nl = pending_.find('\n')) {
+      lines_.push_back({now, pending_.substr(0, nl)});
+      pending_.erase(0, nl + 1);
+    }
+  }
+
+  std::vector<TimedLine> finish() {
+    poll();
+    if (!pending_.empty()) lines_.push_back({std::chrono::duration<double>(Clock::now() - t0_).count(), pending_});
+    return lines_;
+  }
+
+ private:
+  std::string path_;
+  Clock::time_point t0_;
+  size_t offset_ = 0;
+  std::string pending_;
+  std::vector<TimedLine> lines_;
+};
+
+int fault_rank(const Options& o) { return o.fault_rank >= 0 ? o.fault_rank : o.nproc - 1; }
+int checkpoint_step(const Options& o) { return ((o.fault_step - 1) / o.ckpt_freq) * o.ckpt_freq; }
+
+std::string substitute(std::string text, const Options& o) {
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"{rank}", std::to_string(fault_rank(o))},
+      {"{step}", std::to_string(o.fault_step)},
+      {"{ckpt}", std::to_string(checkpoint_step(o))}};
+  for (const auto& [key, value] : values) {
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
+      text.replace(at, key.size(), value);
+    }
+  }
+  return text;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t at = text.find(separator); at != std::string::npos; at = text.find(separator, start)) {
+    out.push_back(text.substr(start, at - start));
+    start = at + 1;
+  }
+  out.push_back(text.substr(start));
+  return out;
+}
+
+// The number after "key=" in a fault spec ("kill@rank=3,step=13"); -1 when absent (every rank or step).
+int key_value(const std::string& spec, const std::string& key) {
+  for (const std::string& part : split(spec.substr(spec.find('@') + 1), ',')) {
+    if (part.rfind(key + "=", 0) == 0) return std::atoi(part.c_str() + key.size() + 1);
+  }
+  return -1;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+// The flags that turn on the named detectors, less those the options turn off. A row's job turns
+// on only its own detector (a strategy may refuse another one's flag); the reference turns on
+// every selected row's, which must then stay silent and must not change a single bit.
+std::vector<std::string> detector_flags(const Options& o, const std::vector<std::string>& names) {
+  std::vector<std::string> flags;
+  for (const Detector& d : detectors()) {
+    const bool wanted = std::find(names.begin(), names.end(), d.name) != names.end();
+    const bool off = std::find(o.without.begin(), o.without.end(), d.name) != o.without.end();
+    if (wanted && !off) flags.insert(flags.end(), d.flags.begin(), d.flags.end());
+  }
+  return flags;
+}
+
+std::vector<std::string> launch_argv(const Options& o, int restarts) {
+  const std::string ddx = parity::self_executable();
+  return {ddx, "launch", "--nproc-per-node", std::to_string(o.nproc), "--max-restarts", std::to_string(restarts),
+          "--grace-period", "2", "--"};
+}
+
+std::vector<std::string> train_argv(const Options& o, const std::string& dir, const std::vector<std::string>& fault_specs,
+                                    const std::vector<std::string>& detector_names, int restarts) {
+  std::vector<std::string> argv = launch_argv(o, restarts);
+  const std::vector<std::string> train = {
+      parity::self_executable(), "train", "--strategy", o.strategy, "-m", o.model, "-s", "32", "--seed", "7",
+      "--lr", "3e-3", "--max-steps", std::to_string(o.max_steps), "--ckpt-freq", std::to_string(o.ckpt_freq),
+      "-e", "run", "--save-dir", dir + "/out", "--metrics-file", dir + "/metrics.jsonl", "--log-freq", "1",
+      "--no-progress", "--collective-timeout", seconds_text(o.collective_timeout_s), "--trace-dir", dir + "/traces",
+      "--final-weights", dir + "/final.safetensors"};
+  argv.insert(argv.end(), train.begin(), train.end());
+  const auto flags = detector_flags(o, detector_names);
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  for (const std::string& spec : fault_specs) argv.insert(argv.end(), {"--fault", spec});
+  argv.insert(argv.end(), o.train_args.begin(), o.train_args.end());
+  return argv;
+}
+
+// The pairwise link matrix over 1 MiB exchanges; the probe takes its faults from DDX_FAULT. Its
+// JSON goes into the row's folder, which puts the folder in its command line for the leftover count.
+std::vector<std::string> pairs_argv(const Options& o, const std::string& dir) {
+  std::vector<std::string> argv = launch_argv(o, 0);
+  const std::vector<std::string> probe = {parity::self_executable(), "probe", "bandwidth", "--engine", "gloo",
+                                          "--pairs", "-e", "1M", "-n", "5", "--json", dir + "/bandwidth.json"};
+  argv.insert(argv.end(), probe.begin(), probe.end());
+  return argv;
+}
+
+struct Job {
+  parity::ProcessOutcome outcome;
+  JobEvidence evidence;
+  int leftover = 0;
+  std::string log;
+};
+
+// Processes of the job still alive after the launcher exited (workers carry the job's folder in
+// their command line): counted after a short grace for the kernel to reap them, then killed.
+int count_and_kill_leftovers(const std::string& dir) {
+  std::vector<pid_t> left = live_processes(dir + "/");
+  for (auto deadline = Clock::now() + std::chrono::seconds(2); !left.empty() && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = live_processes(dir + "/");
+  }
+  for (pid_t pid : left) ::kill(pid, SIGKILL);
+  return static_cast<int>(left.size());
+}
+
+Job run_job(const Options& o, const std::string& dir, const std::vector<std::string>& argv,
+            const std::map<std::string, std::string>& env = {}) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  Job job;
+  job.log = dir + "/output.txt";
+  LogWatcher watcher(job.log);
+  job.outcome = parity::run_process(argv, env, job.log, o.row_timeout_s, [&watcher]() { watcher.poll(); });
+  job.evidence.lines = watcher.finish();
+  job.evidence.dir = dir;
+  job.leftover = count_and_kill_leftovers(dir) + job.outcome.left_in_group;
+  return job;
+}
+
+std::vector<std::pair<int64_t, double>> read_curve(const std::string& path) {
+  std::vector<std::pair<int64_t, double>> curve;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("step")) continue;
+    const auto& loss = record.contains("loss") ? record["loss"] : nlohmann::json();
+    curve.emplace_back(record["step"].get<int64_t>(), loss.is_number() ? loss.get<double>() : std::nan(""));
+  }
+  return curve;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Every complete checkpoint the job left verifies against the checksums in its trainer_state.json.
+std::pair<bool, std::string> check_checkpoints(const std::string& dir) {
+  const std::string experiment = dir + "/out/run";
+  std::vector<std::string> folders;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(experiment + "/checkpoints", ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && name.rfind("step_", 0) == 0 && name.find('.') == std::string::npos) {
+      folders.push_back(e.path().string());
+    }
+  }
+  std::sort(folders.begin(), folders.end());
+  if (folders.empty()) return {false, "no checkpoint"};
+  const train::CheckpointDir checkpoints(experiment);
+  std::vector<std::string> steps;
+  for (const std::string& folder : folders) {
+    try {
+      steps.push_back(std::to_string(checkpoints.verify(folder, nlohmann::json::object()).step));
+    } catch (const std::exception& e) {
+      return {false, e.what()};
+    }
+  }
+  return {true, "steps " + join(steps, ",") + " verify"};
+}
+
+// When the fault struck, from the job's own lines: the fault's "fault <spec> fires on rank" line;
+// for kinds that do not log each firing (straggler, slow-link, corrupt-collective), the log line
+// of the step before the fault step, or of the first step for a fault on every step; else (the
+// pairwise probe, which prints its results at the end) the launcher's start line.
+double fault_time(const JobEvidence& job, const std::string& spec, int step) {
+  const std::vector<std::string> markers = {"fault " + spec + " fires on rank",
+                                            " step " + std::to_string(std::max(step - 1, 1)) + "/",
+                                            "ddx launch: starting "};
+  for (const std::string& marker : markers) {
+    for (const TimedLine& line : job.lines) {
+      if (line.text.find(marker) != std::string::npos) return line.at_s;
+    }
+  }
+  return -1;
+}
+
+double seconds_to_diagnosis(const JobEvidence& job, const RowResult& r, const Finding& f) {
+  const double fault = fault_time(job, r.faults.front(), r.step);
+  return f.at_s < 0 || fault < 0 ? -1 : std::max(0.0, f.at_s - fault);
+}
+
+bool restarted(const JobEvidence& job) {
+  // The launcher says this only after a restart.
+  return std::any_of(job.lines.begin(), job.lines.end(), [](const TimedLine& l) {
+    return l.text.rfind("ddx launch: all workers succeeded on attempt ", 0) == 0;
+  });
+}
+
+// Where the restarted run resumed ("resuming from .../step_000000010 at step 10").
+std::string resumed_at(const JobEvidence& job) {
+  for (const TimedLine& line : job.lines) {
+    const size_t at = line.text.find("resuming from ");
+    if (at == std::string::npos) continue;
+    const size_t step = line.text.rfind(" at step ");
+    if (step != std::string::npos && step > at) return line.text.substr(step + 9);
+  }
+  return "";
+}
+
+// The recovered run against the reference: every step's loss and the final weights, exactly.
+void judge_recovery(const Job& job, const Reference& reference, RowResult& r) {
+  r.recovered = job.outcome.exit_code == 0 && restarted(job.evidence);
+  if (job.outcome.exit_code != 0) {
+    r.recovery_note = "did not come back";
+    return;
+  }
+  const std::string from = resumed_at(job.evidence);
+  r.recovery_note = !r.recovered ? "finished without a restart" : from.empty() ? "restarted from scratch" : "resumed at step " + from;
+  if (!reference.ok) {
+    r.recovery_note += "; no reference to compare with";
+    return;
+  }
+  // Compared even without a restart: a fault nothing caught shows here as a silent difference.
+  const auto curve = read_curve(job.evidence.dir + "/metrics.jsonl");
+  if (curve != reference.curve) {
+    size_t i = 0;
+    while (i < curve.size() && i < reference.curve.size() && curve[i] == reference.curve[i]) ++i;
+    r.recovery_note += i < curve.size() && i < reference.curve.size()
+                           ? "; loss differs from the reference from step " + std::to_string(curve[i].first)
+                           : "; " + std::to_string(curve.size()) + " logged steps, the reference has " +
+                                 std::to_string(reference.curve.size());
+    return;
+  }
+  const std::string weights = read_bytes(job.evidence.dir + "/final.safetensors");
+  if (weights.empty() || weights != read_bytes(reference.weights_path)) {
+    r.recovery_note += "; final weights differ from the reference";
+    return;
+  }
+  r.bit_identical = r.recovered;
+  r.recovery_note += "; loss curve and final weights bit-identical";
+}
+
+void judge(const Job& job, const RowSpec& spec, const Reference& reference, const Options& o, RowResult& r) {
+  const Detector* expected = find_detector(spec.detector);
+  for (const Detector& d : detectors()) {
+    const Finding f = d.find(job.evidence);
+    if (!f.fired) continue;
+    if (&d == expected) {
+      r.detected = true;
+      r.culprit_named = f.culprit;
+      r.seconds_to_diagnosis = seconds_to_diagnosis(job.evidence, r, f);
+      r.detected_by.insert(r.detected_by.begin(), d.name);
+    } else {
+      r.detected_by.push_back(d.name + " (" + f.culprit + ")");
+    }
+  }
+  r.culprit_expected = substitute(spec.culprit, o);
+  r.culprit_correct = r.detected && r.culprit_named == r.culprit_expected;
+  if (r.checkpoints_apply) std::tie(r.checkpoints_intact, r.checkpoints_note) = check_checkpoints(job.evidence.dir);
+  if (r.recovery_applies) judge_recovery(job, reference, r);
+
+  std::vector<std::string> why;
+  if (job.outcome.timed_out) why.push_back("timed out after " + seconds_text(o.row_timeout_s) + " s");
+  if (!r.detected) why.push_back(spec.detector + " did not fire");
+  if (r.detected && !r.culprit_correct) why.push_back(spec.detector + " named " + r.culprit_named + ", not " + r.culprit_expected);
+  if (r.leftover_processes > 0) why.push_back(std::to_string(r.leftover_processes) + " process(es) left behind");
+  if (r.checkpoints_apply && !r.checkpoints_intact) why.push_back("checkpoints: " + r.checkpoints_note);
+  if (r.recovery_applies && !r.bit_identical) why.push_back("recovery: " + r.recovery_note);
+  // Slowness must not stop training (the probe's exit 1 is its finding, not a failure).
+  if (spec.job == "train" && !r.recovery_applies && job.outcome.exit_code != 0) why.push_back("the job failed (exit " + std::to_string(job.outcome.exit_code) + ")");
+  r.passed = why.empty();
+  r.note = join(why, "; ");
+}
+
+}  // namespace
+
+Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
+  Reference ref;
+  const std::string dir = fs::absolute(o.out_dir).string() + "/reference";
+  std::vector<std::string> names;
+  for (const RowSpec& row : rows) names.push_back(row.detector);
+  const Job job = run_job(o, dir, train_argv(o, dir, {}, names, 0));
+  ref.seconds = job.outcome.seconds;
+  ref.log = job.log;
+  ref.curve = read_curve(dir + "/metrics.jsonl");
+  ref.weights_path = dir + "/final.safetensors";
+  std::vector<std::string> why;
+  if (job.outcome.exit_code != 0) why.push_back("the clean run failed (exit " + std::to_string(job.outcome.exit_code) + ")");
+  if (ref.curve.empty() || !fs::exists(ref.weights_path)) why.push_back("no loss curve or final weights");
+  for (const Detector& d : detectors()) {
+    const Finding f = d.find(job.evidence);
+    if (f.fired) why.push_back("false alarm: " + d.name + " named " + f.culprit + " in a clean run");
+  }
+  if (job.leftover > 0) why.push_back(std::to_string(job.leftover) + " process(es) left behind");
+  ref.ok = why.empty();
+  ref.note = join(why, "; ");
+  return ref;
+}
+
+std::vector<std::string> row_faults(const Options& o, const RowSpec& spec) {
+  std::vector<std::string> faults;
+  for (const std::string& s : split(spec.faults, ';')) faults.push_back(substitute(s, o));
+  return faults;
+}
+
+RowResult run_row(const Options& o, const RowSpec& spec, const Reference& reference) {
+  RowResult r;
+  r.kind = spec.kind;
+  r.faults = row_faults(o, spec);
+  r.rank = key_value(r.faults.front(), "rank");
+  r.step = key_value(r.faults.front(), "step");
+  r.expected_detector = spec.detector;
+  r.recovery_applies = spec.recovers;
+  const std::string dir = fs::absolute(o.out_dir).string() + "/" + spec.kind;
+  r.checkpoints_apply = spec.job == "train";
+  const Job job = spec.job == "train" ? run_job(o, dir, train_argv(o, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0))
+                                      : run_job(o, dir, pairs_argv(o, dir), {{"DDX_FAULT", join(r.faults, ";")}});
+  r.exit_code = job.outcome.exit_code;
+  r.timed_out = job.outcome.timed_out;
+  r.seconds = job.outcome.seconds;
+  r.log = job.log;
+  r.leftover_processes = job.leftover;
+  judge(job, spec, reference, o, r);
+  return r;
+}
+
+}  // namespace ddx::faults::matrix

@@ -1,0 +1,34 @@
+// The fault matrix's rows: one line per fault kind, the only place that knows what each row
+// injects and expects. A process that dies is named by the launcher; a rank that stops issuing
+// collectives by the watchdog's timeout and the analyzer's verdict; silent corruption by the
+// detectors that exist for it; a bad checkpoint by its checksum on resume (the kill at {step}
+// makes the job resume over it). Rows that stop the job run with one restart and must end
+// bit-identical to the clean reference; slowness stops nothing, so there is nothing to recover.
+// A slow link only lengthens collectives, which every rank of a training job waits in alike, so
+// the pairwise bandwidth probe, which times each link on its own, is the job that names it.
+#include "faults/matrix/matrix.h"
+
+namespace ddx::faults::matrix {
+
+const std::vector<RowSpec>& row_specs() {
+  static const std::vector<RowSpec> rows = {
+      // kind               job      faults                                                   detector             culprit                  recovers
+      {"kill",               "train", "kill@rank={rank},step={step}",                         "launcher",          "rank {rank}",            true},
+      {"segfault",           "train", "segfault@rank={rank},step={step}",                     "launcher",          "rank {rank}",            true},
+      {"abort",              "train", "abort@rank={rank},step={step}",                        "launcher",          "rank {rank}",            true},
+      {"exit",               "train", "exit@rank={rank},step={step},code=3",                  "launcher",          "rank {rank}",            true},
+      {"oom",                "train", "oom@rank={rank},step={step},mib=64",                   "launcher",          "rank {rank}",            true},
+      {"hang",               "train", "hang@rank={rank},step={step}",                         "watchdog+analyzer", "rank {rank}",            true},
+      {"slow-link",          "pairs", "slow-link@rank={rank},op=send,ms=50",                  "pairwise links",    "rank {rank}",            false},
+      {"straggler",          "train", "straggler@rank={rank},factor=10",                      "straggler warning", "rank {rank}",            false},
+      {"nan",                "train", "nan@rank={rank},step={step}",                          "nan-check",         "rank {rank}",            true},
+      {"bitflip",            "train", "bitflip@rank={rank},step={step}",                      "replica-check",     "rank {rank}",            true},
+      {"corrupt-collective", "train", "corrupt-collective@rank={rank},step={step}",           "replica-check",     "rank {rank}",            true},
+      {"ckpt-torn",          "train", "ckpt-torn@rank=0,step={ckpt}",                         "launcher",          "rank 0",                 true},
+      {"ckpt-corrupt",       "train", "ckpt-corrupt@rank=0,step={ckpt};kill@rank={rank},step={step}", "checksum",  "checkpoint step {ckpt}", true},
+      {"disk-full",          "train", "disk-full@rank=0,step={ckpt}",                         "launcher",          "rank 0",                 true},
+  };
+  return rows;
+}
+
+}  // namespace ddx::faults::matrix

@@ -1,0 +1,22 @@
+#pragma once
+// JUnit XML, the format CI systems read test results from: one testsuite of test cases, a
+// <failure> in each case that failed. Shared by every report that a CI job should show per case
+// (`ddx parity`, `ddx fault matrix`).
+#include <string>
+#include <vector>
+
+namespace ddx {
+
+struct JunitCase {
+  std::string classname;  // "ddx.parity.ddp"
+  std::string name;
+  double seconds = 0;
+  bool failed = false;
+  std::string message;    // the failure's one-line message
+  std::string text;       // the failure's body (a log path, the evidence)
+};
+
+// The whole document; escaped, ready for write_file_atomically.
+std::string junit_xml(const std::string& suite, const std::vector<JunitCase>& cases);
+
+}  // namespace ddx
