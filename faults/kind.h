@@ -22,6 +22,8 @@ struct CollectiveCall {
   std::string op;              // record name: all_reduce, all_gather, send, recv, ...
   std::string result_op;       // whose result is written: op, or recv for a probe's sendrecv
   bool corrupt_result = false;  // add 1 to element 0 of the result once it completes
+  bool skip = false;            // leave the op out on this rank (no sequence number, nothing sent)
+  bool drop_last_element = false;  // launch it with one element fewer than the other ranks
 };
 
 class Kind {

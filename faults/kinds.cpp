@@ -11,6 +11,8 @@ const Kind& abort_kind();
 const Kind& exit_kind();
 const Kind& oom_kind();
 const Kind& hang_kind();
+const Kind& skip_collective_kind();
+const Kind& mismatch_kind();
 const Kind& slow_link_kind();
 const Kind& corrupt_collective_kind();
 const Kind& straggler_kind();
@@ -19,6 +21,7 @@ const Kind& bitflip_kind();
 const Kind& ckpt_torn_kind();
 const Kind& ckpt_corrupt_kind();
 const Kind& disk_full_kind();
+const Kind& shm_full_kind();
 const Kind& local_mean_kind();
 const Kind& scale_grad_kind();
 const Kind& skip_bucket_kind();
@@ -31,9 +34,11 @@ const std::vector<const Kind*>& kinds() {
   static const std::vector<const Kind*> all{
       &kill_kind(),        &segfault_kind(),          &abort_kind(),
       &exit_kind(),        &oom_kind(),               &hang_kind(),
+      &skip_collective_kind(), &mismatch_kind(),
       &slow_link_kind(),   &corrupt_collective_kind(), &straggler_kind(),
       &nan_kind(),         &bitflip_kind(),           &ckpt_torn_kind(),
-      &ckpt_corrupt_kind(), &disk_full_kind(),        &local_mean_kind(),
+      &ckpt_corrupt_kind(), &disk_full_kind(),        &shm_full_kind(),
+      &local_mean_kind(),
       &scale_grad_kind(),  &skip_bucket_kind(),       &fsdp_double_divide_kind(),
       &tp_no_input_reduce_kind(), &pp_double_microbatch_kind(), &host_memory_kind()};
   return all;

@@ -9,7 +9,7 @@ namespace ddx::faults {
 void inject_parameter_faults(const std::vector<std::pair<std::string, at::Tensor>>& parameters) {
   const FaultSpec* s = find_now("bitflip");
   if (!s) return;
-  if (parameters.empty()) s->fail("this strategy exposes no parameters to flip (single, ddp and tp do)");
+  if (parameters.empty()) s->fail("this strategy exposes no parameters to flip (single, ddp, tp, fsdp and 2d do)");
   const std::string wanted = s->text_param("param", parameters.front().first);
   for (const auto& [name, p] : parameters) {
     if (name != wanted) continue;

@@ -40,10 +40,11 @@ Job train(const std::string& tag, int ranks, std::vector<std::string> extra, std
   if (ranks > 0) argv = {DDX_BIN, "launch", "--nproc-per-node", std::to_string(ranks), "--"};
   std::vector<std::string> base = {DDX_BIN, "train", "--save-dir", job.dir + "/out", "--metrics-file",
                                    job.dir + "/metrics.jsonl", "--log-freq", "1", "--no-progress", "--seed", "7",
-                                   "-m", "debug", "-s", "32", "--lr", "3e-3"};
+                                   "-s", "32", "--lr", "3e-3"};
   if (std::find(extra.begin(), extra.end(), "--collective-timeout") == extra.end()) {
     base.insert(base.end(), {"--collective-timeout", "20"});
   }
+  if (std::find(extra.begin(), extra.end(), "-m") == extra.end()) base.insert(base.end(), {"-m", "debug"});
   argv.insert(argv.end(), base.begin(), base.end());
   for (std::string& arg : extra) {
     if (arg.rfind("{dir}", 0) == 0) arg = job.dir + arg.substr(5);
@@ -362,6 +363,120 @@ TEST(Faults, UnevenTokensIsATrainingOption) {
   ASSERT_EQ(uneven.metrics.size(), 2u);
   EXPECT_NE(plain.metrics[0].at("loss"), uneven.metrics[0].at("loss"));
   EXPECT_FALSE(uneven.metrics[0].contains("injected_faults"));  // an option, not a fault
+}
+
+// --- faults that desync the ranks: the watchdog stops the job, the dumps name the culprit ---
+
+// `ddx analyze` on a job's flight-recorder dumps ({dir}/traces).
+RunResult analyze(const Job& job) { return run_in(job.dir, {DDX_BIN, "analyze", job.dir + "/traces"}, {}, 60); }
+
+TEST(Faults, SkippedCollectiveIsNamedByTheAnalyzer) {
+  Job job = train("skip", 3, {"--strategy", "ddp", "--max-steps", "4", "--collective-timeout", "5", "--trace-dir",
+                              "{dir}/traces", "--fault", "skip-collective@rank=1,step=3"});
+  EXPECT_NE(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("fault skip-collective@rank=1,step=3 fires on rank 1 at step 3: leaving out all_reduce"),
+            std::string::npos)
+      << job.result.output;
+  // Gloo pairs rank 1's next all-reduce (a gradient bucket) with the others' skipped one (the token
+  // count): the size check fails, and the dumps show rank 1 alone out of step at that sequence number.
+  RunResult verdict = analyze(job);
+  EXPECT_NE(verdict.output.find("VERDICT: dtype-mismatch: rank 1 called all_reduce(sum) float32 ["), std::string::npos)
+      << verdict.output << job.result.output;
+  EXPECT_NE(verdict.output.find("where the others called all_reduce(sum) int64 [1] [culprit: rank 1 "), std::string::npos)
+      << verdict.output;
+}
+
+TEST(Faults, MismatchIsNamedByTheCollectiveCheck) {
+  Job job = train("mismatch-checked", 3, {"--strategy", "ddp", "--max-steps", "4", "--check-collectives", "--fault",
+                                          "mismatch@rank=1,step=3"});
+  EXPECT_NE(job.result.exit_code, 0) << job.result.output;
+  EXPECT_NE(job.result.output.find("fault mismatch@rank=1,step=3 fires on rank 1 at step 3: launching all_reduce one "
+                                   "element short"),
+            std::string::npos)
+      << job.result.output;
+  // The step's first all-reduce is the token count, one element: rank 1 sends none.
+  EXPECT_NE(job.result.output.find(": rank 1 called all_reduce(sum) int64 [0], but ranks 0,2 called all_reduce(sum) "
+                                   "int64 [1] (majority 2 of 3)"),
+            std::string::npos)
+      << job.result.output;
+}
+
+TEST(Faults, MismatchWithoutTheCheckIsNamedByTheAnalyzer) {
+  Job job = train("mismatch", 3, {"--strategy", "ddp", "--max-steps", "4", "--collective-timeout", "5", "--trace-dir",
+                                  "{dir}/traces", "--fault", "mismatch@rank=1,step=3"});
+  EXPECT_NE(job.result.exit_code, 0) << job.result.output;
+  RunResult verdict = analyze(job);
+  EXPECT_NE(verdict.output.find("rank 1"), std::string::npos) << verdict.output << job.result.output;
+  EXPECT_NE(verdict.output.find("size"), std::string::npos) << verdict.output << job.result.output;
+}
+
+// --- memory: a full /dev/shm is named, not a bare SIGBUS ---
+
+TEST(Faults, FullSharedMemoryIsNamedInsteadOfABareBusError) {
+  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  // A 4 MiB tmpfs on /dev/shm in a namespace of this job only: the host's /dev/shm is never touched.
+  const std::string dir = scratch_dir("faults", "shm-full");
+  const std::string script = "mount -t tmpfs -o size=4m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +
+                             "' launch --nproc-per-node 2 -- '" + DDX_BIN + "' train --save-dir '" + dir +
+                             "/out' --no-progress -m debug -s 32 --max-steps 4 --fault shm-full@rank=1,step=3";
+  RunResult r = run_in(dir, {"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script}, {}, 120);
+  EXPECT_TRUE(processes_left(dir).empty());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("Root cause: rank 1 (local rank 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SIGBUS (signal 7)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a file on a tmpfs (/dev/shm) with 0.0 of 4.0 MiB free: shared memory is exhausted"),
+            std::string::npos)
+      << r.output;
+}
+
+// --- the replica check on sharded strategies ---
+
+TEST(Faults, ReplicaCheckNamesABitflipInATensorParallelSlice) {
+  Job job = train("tp-bitflip", 2, {"--strategy", "tp", "--tp", "2", "-m", "debug-tp", "--max-steps", "5", "--replica-check-freq", "1",
+                                    "--fault", "bitflip@rank=1,step=2,param=blocks.0.mlp.c_fc.weight"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("replica-check: step 3: rank 1's own storage of parameter blocks.0.mlp.c_fc.weight (no "
+                                   "other rank holds a copy) changed after the update of step 2 wrote it; stopping"),
+            std::string::npos)
+      << job.result.output;
+}
+
+TEST(Faults, ReplicaCheckNamesACorruptedTensorParallelAllReduce) {
+  Job job = train("tp-corrupt", 4, {"--strategy", "tp", "--tp", "4", "-m", "debug-tp", "--max-steps", "4", "--replica-check-freq", "1",
+                                    "--fault", "corrupt-collective@rank=2,step=2"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("replica-check: step 2: tensor-parallel replica on rank 2 diverges from the other 3 in "
+                                   "parameter "),
+            std::string::npos)
+      << job.result.output;
+  Job clean = train("tp-clean", 4, {"--strategy", "tp", "--tp", "4", "-m", "debug-tp", "--max-steps", "4", "--replica-check-freq", "1"});
+  EXPECT_EQ(clean.result.exit_code, 0) << clean.result.output;
+  EXPECT_EQ(clean.result.output.find("replica-check"), std::string::npos) << clean.result.output;
+}
+
+TEST(Faults, ReplicaCheckNamesABitflipInAnFsdpShard) {
+  Job job = train("fsdp-bitflip", 3, {"--strategy", "fsdp", "--max-steps", "5", "--replica-check-freq", "1", "--fault",
+                                      "bitflip@rank=2,step=2,param=blocks.1.attn.c_attn.weight"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("replica-check: step 3: rank 2's own storage of parameter blocks.1.attn.c_attn.weight"),
+            std::string::npos)
+      << job.result.output;
+  Job clean = train("fsdp-clean", 3, {"--strategy", "fsdp", "--max-steps", "4", "--replica-check-freq", "1"});
+  EXPECT_EQ(clean.result.exit_code, 0) << clean.result.output;
+  EXPECT_EQ(clean.result.output.find("replica-check"), std::string::npos) << clean.result.output;
+}
+
+TEST(Faults, ReplicaCheckNamesACorruptedFsdpAllGather) {
+  Job job = train("fsdp-corrupt", 3, {"--strategy", "fsdp", "--max-steps", "4", "--replica-check-freq", "1", "--fault",
+                                      "corrupt-collective@rank=1,step=2,op=all_gather"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  // The first exchange of step 2 (the seal's, before the update) already goes through rank 1's corrupt
+  // all-gather: its rows fail their own checksums there, and rank 1 names itself.
+  EXPECT_NE(job.result.output.find("Root cause: rank 1 (local rank 1)"), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find("the detectors' own all-gather on rank 1 delivered a corrupt row from rank 0: this "
+                                   "rank's collectives return corrupt results"),
+            std::string::npos)
+      << job.result.output;
 }
 
 }  // namespace

@@ -90,6 +90,31 @@ TEST(FaultInjection, CollectiveFaultsActOnlyOnTheirRankStepAndOp) {
   EXPECT_TRUE(touches_collectives());
 }
 
+TEST(FaultInjection, SkipAndMismatchActOnceOnTheFirstMatchingCollectiveOfTheStep) {
+  // The kinds remember that they fired (one collective per process), so each case is a fresh kind
+  // only in the sense of a fresh process: here one pass through each, in order.
+  reset_for_tests(parse_list("skip-collective@rank=1,step=3,op=all_gather", "DDX_FAULT"), 1);
+  EXPECT_TRUE(touches_collectives());
+  at_step(2);
+  EXPECT_FALSE(before_collective("all_gather").skip);  // not its step
+  at_step(3);
+  EXPECT_FALSE(before_collective("all_reduce").skip);  // not its op
+  EXPECT_TRUE(before_collective("all_gather").skip);
+  EXPECT_FALSE(before_collective("all_gather").skip);  // one collective only
+
+  reset_for_tests(parse_list("mismatch@rank=0,step=1", "DDX_FAULT"), 0);
+  at_step(1);
+  EXPECT_FALSE(before_collective("all_gather").drop_last_element);
+  EXPECT_TRUE(before_collective("all_reduce").drop_last_element);
+  EXPECT_FALSE(before_collective("all_reduce").drop_last_element);
+}
+
+TEST(FaultInjection, NewKindsRefuseWhatTheyCannotDo) {
+  EXPECT_THROW(parse_spec("mismatch@op=all_gather", "--fault"), UsageError);  // its input is not its output
+  EXPECT_NO_THROW(parse_spec("shm-full@rank=1,step=3,path=/mnt/small", "--fault"));
+  EXPECT_THROW(parse_spec("skip-collective@bytes=3", "--fault"), UsageError);  // a key it does not take
+}
+
 TEST(FaultInjection, ReportsAndLaunchLineNameEverySpec) {
   reset_for_tests({}, 0);
   EXPECT_TRUE(report_entry().empty());

@@ -156,6 +156,16 @@ void FsdpStrategy::for_each_owned(const OwnedRowsFunction& fn) {
   }
 }
 
+std::vector<Strategy::OwnedParameter> FsdpStrategy::owned_parameters() {
+  std::vector<OwnedParameter> out;
+  for (auto& unit : units_) {
+    for (size_t i = 0; i < unit->layout().parameters.size(); ++i) {
+      out.push_back({unit->layout().parameters[i].name, unit->owned_rows(i), nullptr});
+    }
+  }
+  return out;
+}
+
 void FsdpStrategy::initialise_shards(const StrategyContext& c, const models::TensorParallel& split) {
   if (split.group != nullptr) {
     // A TP slice's rows are not rows of the full tensor (column slices, c_attn's three head

@@ -46,6 +46,8 @@ class FsdpStrategy : public Strategy {
   double finish_gradients() override;
   double optimizer_step(double lr, double max_grad_norm) override;
   std::vector<std::pair<std::string, torch::Tensor>> full_parameters() override;
+  // The rows this rank owns of every parameter (possibly none), each the only copy.
+  std::vector<OwnedParameter> owned_parameters() override;
   void save_state(const std::string& dir) override;
   void load_state(const std::string& dir) override;
   MemoryAccounting memory() const override;

@@ -93,6 +93,22 @@ class Strategy {
   // and parameter faults. Empty (nothing checked) for a strategy that does not expose them.
   virtual std::vector<std::pair<std::string, torch::Tensor>> local_parameters() { return {}; }
 
+  // This rank's own parameter storage (whole tensors, TP slices, or the rows of each parameter
+  // an FSDP rank owns) by name in the same order on every rank, for --replica-check-freq and
+  // parameter faults; each with the group whose members hold an identical copy, or nullptr when
+  // no other rank does (the check then compares it with its checksum from the last update, and
+  // the ranks' gathered full parameters with each other). Default: local_parameters() over dp_group().
+  struct OwnedParameter {
+    std::string name;
+    torch::Tensor tensor;
+    Group* copies = nullptr;
+  };
+  virtual std::vector<OwnedParameter> owned_parameters() {
+    std::vector<OwnedParameter> out;
+    for (auto& [name, tensor] : local_parameters()) out.push_back({name, tensor, dp_group()});
+    return out;
+  }
+
   // Checkpoint contents (collective: every rank calls them). `dir` exists on every rank's
   // filesystem view; strategies decide which rank writes what.
   virtual void save_state(const std::string& dir) = 0;

@@ -39,6 +39,12 @@ double TpStrategy::grad_norm_sq() const {
   return sharded_grad_norm_sq(grads, shards_, group_->rank(), *group_);
 }
 
+std::vector<Strategy::OwnedParameter> TpStrategy::owned_parameters() {
+  std::vector<OwnedParameter> out;
+  for (auto& [name, p] : parameters_) out.push_back({name, p, shards_.count(name) ? nullptr : group_});
+  return out;
+}
+
 NamedTensors TpStrategy::full_parameters() { return full_tp_parameters(*group_, shards_, parameters_); }
 
 void TpStrategy::save_state(const std::string& dir) {

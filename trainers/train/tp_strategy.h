@@ -26,6 +26,8 @@ class TpStrategy : public ReplicatedStrategy {
   void setup(const StrategyContext& context) override;
   double finish_gradients() override;
   NamedTensors full_parameters() override;
+  // Replicated parameters have copies on the TP group; a slice is the only one of its kind.
+  std::vector<OwnedParameter> owned_parameters() override;
   void save_state(const std::string& dir) override;
   void load_state(const std::string& dir) override;
 

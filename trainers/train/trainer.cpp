@@ -207,6 +207,7 @@ struct Run {
   MetricsFile metrics;
   std::string metrics_path;
   std::unique_ptr<HangDetection> hang_detection;
+  ParameterSeal seal;  // --replica-check-freq: storage without a copy, between a check's update and the next
 };
 
 // Rendezvous, model, strategy and data, every rank agreeing on them.
@@ -242,9 +243,13 @@ void set_up(Run& run) {
 
   StrategyContext context{o, run.model, *run.world, run.device, run.dtype};
   run.strategy->setup(context);
-  if ((o.nan_check || o.replica_check_freq > 0) && run.strategy->local_parameters().empty()) {
-    throw UsageError(std::string(o.nan_check ? "--nan-check" : "--replica-check-freq") + ": --strategy " + o.strategy +
+  if (o.nan_check && run.strategy->local_parameters().empty()) {
+    throw UsageError("--nan-check: --strategy " + o.strategy +
                      " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
+  }
+  if (o.replica_check_freq > 0 && run.strategy->owned_parameters().empty()) {
+    throw UsageError("--replica-check-freq: --strategy " + o.strategy +
+                     " does not expose its parameters to the detectors yet (single, ddp, tp, fsdp and 2d do)");
   }
   run.global_batch = o.global_batch(run.strategy->dp_size());
   run.run_config["global_batch"] = run.global_batch;
@@ -374,13 +379,22 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
       result.update_skipped = true;
       result.grad_norm = std::numeric_limits<double>::quiet_NaN();
     } else {
+      if (run.seal.pending()) {  // storage without a copy, as the last check step's update left it
+        const std::string changed = run.seal.verify(strategy, run.world->world(), step + 1);
+        if (!changed.empty()) throw std::runtime_error("replica-check: " + changed + "; stopping");
+      }
       result.grad_norm = strategy.optimizer_step(lr, o.max_grad_norm);
     }
-    faults::inject_parameter_faults(strategy.local_parameters());  // bitflip: after the update, into the weights
-  }
-  if (o.replica_check_freq > 0 && (step + 1) % o.replica_check_freq == 0 && run.strategy->dp_group()) {
-    const std::string diverged = check_replicas(*run.strategy, *run.strategy->dp_group(), step + 1);
-    if (!diverged.empty()) throw std::runtime_error("replica-check: " + diverged + "; stopping");
+    const bool check_step = o.replica_check_freq > 0 && (step + 1) % o.replica_check_freq == 0;
+    if (check_step) run.seal.record(strategy, step + 1);
+    // bitflip: after the update (and its seal), into the weights
+    std::vector<std::pair<std::string, torch::Tensor>> owned;
+    for (auto& p : strategy.owned_parameters()) owned.emplace_back(p.name, p.tensor);
+    faults::inject_parameter_faults(owned);
+    if (check_step) {
+      const std::string diverged = check_replicas(strategy, run.world->world(), step + 1);
+      if (!diverged.empty()) throw std::runtime_error("replica-check: " + diverged + "; stopping");
+    }
   }
   // Loss and the preemption flags, agreed by every rank in one small all-reduce.
   auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "bus_error_cause.h"
 #include "error_file.h"
 #include "stack_capture.h"
 
@@ -137,6 +138,7 @@ std::string describe_signal(int signo, const siginfo_t* info) {
   out << "Signal " << signo << " (" << signal_name(signo) << ") received by PID " << ::getpid();
   if (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL) {
     out << ": " << ::strsignal(signo) << " at address " << info->si_addr;
+    if (signo == SIGBUS) out << detail::bus_error_cause(info->si_addr);
   } else if (info->si_code <= 0) {
     out << ": sent by PID " << info->si_pid;  // kill()/raise(), not a fault
   }

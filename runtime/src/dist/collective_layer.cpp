@@ -3,6 +3,8 @@
 // by every op in collectives.cpp.
 #include "collective_layer.h"
 
+#include "ddx/collective_filter.h"
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -31,6 +33,7 @@ thread_local std::string t_call_site;
 
 std::mutex g_hooks_mutex;
 std::vector<CollectiveHook*> g_hooks;
+std::atomic<LeaveOutFilter> g_leave_out{nullptr};  // ddx/collective_filter.h
 
 std::vector<CollectiveHook*> hooks() {
   std::lock_guard<std::mutex> lock(g_hooks_mutex);
@@ -82,6 +85,8 @@ CallSite::CallSite(std::string label) : previous_(std::move(t_call_site)) {
 CallSite::~CallSite() { t_call_site = std::move(previous_); }
 const std::string& CallSite::current() { return t_call_site; }
 
+void set_leave_out_filter(LeaveOutFilter filter) { g_leave_out.store(filter); }
+
 void add_collective_hook(CollectiveHook* hook) {
   std::lock_guard<std::mutex> lock(g_hooks_mutex);
   g_hooks.push_back(hook);
@@ -129,6 +134,7 @@ OpRecord Work::record() const {
 namespace detail {
 
 Work launch(Group& group, LaunchSpec spec) {
+  if (LeaveOutFilter leave_out = g_leave_out.load(); leave_out && leave_out(spec.record)) return Work();
   auto state = std::make_shared<Work::State>();
   OpRecord& r = spec.record;
   r.backend = group.backend_name(spec.device);
