@@ -21,4 +21,10 @@ if [ -f "$build/parity-ci-output.txt" ]; then
   echo "ci: ddx parity report (from the parity test):"
   sed -n '/^strategy /,$p' "$build/parity-ci-output.txt"
 fi
+# The training step's parts on the debug model, one thread (benchmarks/train_step_bench.cpp):
+# numbers in every commit's log so a slowdown shows; a few seconds, nothing asserted on them.
+if [ -x "$build/bin/train_step_bench" ]; then
+  echo "ci: train step benchmark (debug model, ms per call):"
+  "$build/bin/train_step_bench" --benchmark_min_time=0.2 || status=$?
+fi
 exit $status
