@@ -28,4 +28,10 @@ if [ -n "$matrix_table" ]; then
   echo "ci: ddx fault matrix table (from the faults test):"
   cat "$matrix_table"
 fi
+# The training step's parts on the debug model, one thread (benchmarks/train_step_bench.cpp):
+# numbers in every commit's log so a slowdown shows; a few seconds, nothing asserted on them.
+if [ -x "$build/bin/train_step_bench" ]; then
+  echo "ci: train step benchmark (debug model, ms per call):"
+  "$build/bin/train_step_bench" --benchmark_min_time=0.2 || status=$?
+fi
 exit $status

@@ -19,6 +19,8 @@
 // yields q, k, v) and the matching input columns of attn.c_proj; a 1/N slice of mlp.c_fc's
 // rows and mlp.c_proj's columns; and a 1/N slice of the vocabulary rows of wte (and of the
 // tied head's logits). wpe, the norms and the row-parallel biases are replicated.
+//
+// Each layer kind records a ddx:: profiler scope (ddx train --profile, docs/performance.md).
 #include "models/layers.h"
 #include "models/parallel_layers.h"
 
@@ -35,6 +37,7 @@ struct Gpt2Attention : torch::nn::Module {
     c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(d, d, mine, true, tp, o));
   }
   torch::Tensor forward(const torch::Tensor& x) {
+    RECORD_USER_SCOPE("ddx::attention");
     std::vector<torch::Tensor> qkv = c_attn->forward(enter_tp_region(x, c_attn->tp)).chunk(3, /*dim=*/-1);
     torch::Tensor y = causal_attention(split_heads(qkv[0], heads), split_heads(qkv[1], heads),
                                        split_heads(qkv[2], heads));
@@ -55,6 +58,7 @@ struct Gpt2Mlp : torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     // HF "gelu_new": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    RECORD_USER_SCOPE("ddx::mlp");
     return c_proj->forward(torch::gelu(c_fc->forward(enter_tp_region(x, c_fc->tp)), "tanh"));
   }
   std::shared_ptr<ColumnParallelLinear> c_fc;
@@ -69,6 +73,7 @@ struct Gpt2Block : torch::nn::Module {
     mlp = register_module("mlp", std::make_shared<Gpt2Mlp>(c, tp, o));
   }
   torch::Tensor forward(torch::Tensor h) {
+    RECORD_USER_SCOPE("ddx::block");
     h = h + attn->forward(ln_1->forward(h));
     return h + mlp->forward(ln_2->forward(h));
   }
@@ -99,6 +104,7 @@ class Gpt2 : public CausalLM {
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
     // Under sequence parallelism wte's output is this rank's sequence slice: add its positions.
     const Range seq = sequence_range(t, tensor_parallel());
+    RECORD_USER_SCOPE("ddx::embedding");
     torch::Tensor positions = torch::arange(seq.begin, seq.end, tokens.options().dtype(torch::kInt64));
     return wte->forward(tokens) + wpe->forward(positions);
   }
@@ -106,6 +112,7 @@ class Gpt2 : public CausalLM {
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override { return blocks.at(i)->forward(hidden); }
 
   torch::Tensor head(const torch::Tensor& hidden) override {
+    RECORD_USER_SCOPE("ddx::head");
     torch::Tensor h = ln_f->forward(hidden);
     return torch::linear(enter_tp_region(h, tensor_parallel()), lm_head ? lm_head->weight : wte->weight);
   }

@@ -162,6 +162,7 @@ std::shared_ptr<CausalLM> build_model_skeleton(const ModelConfig& config, torch:
 }
 
 LossSum CausalLM::loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const {
+  RECORD_USER_SCOPE("ddx::loss");
   return vocab_parallel_loss_sum(logits, labels, shard_range(config_.vocab_size, tp_.size(), tp_.rank(), "a vocabulary"),
                                  tp_);
 }

@@ -34,6 +34,7 @@ LayerNorm::LayerNorm(int64_t dim, double eps_, const torch::TensorOptions& optio
 }
 
 torch::Tensor LayerNorm::forward(const torch::Tensor& x) const {
+  RECORD_USER_SCOPE("ddx::norm");
   return torch::layer_norm(x, {weight.size(0)}, weight, bias, eps);
 }
 
@@ -42,6 +43,7 @@ RmsNorm::RmsNorm(int64_t dim, double eps_, const torch::TensorOptions& options) 
 }
 
 torch::Tensor RmsNorm::forward(const torch::Tensor& x) const {
+  RECORD_USER_SCOPE("ddx::norm");
   torch::Tensor x32 = x.to(torch::kFloat32);
   x32 = x32 * torch::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * x32.to(x.scalar_type());

@@ -41,6 +41,7 @@ struct LlamaAttention : torch::nn::Module {
     o_proj = register_module("o_proj", std::make_shared<RowParallelLinear>(q_out, d, q_rows, false, tp, o));
   }
   torch::Tensor forward(const torch::Tensor& region_input, const RopeTables& rope) {
+    RECORD_USER_SCOPE("ddx::attention");
     torch::Tensor x = enter_tp_region(region_input, q_proj->tp);
     torch::Tensor q = apply_rope(split_heads(q_proj->forward(x), heads), rope);
     torch::Tensor k = apply_rope(split_heads(k_proj->forward(x), kv_heads), rope);
@@ -61,6 +62,7 @@ struct LlamaMlp : torch::nn::Module {
     down_proj = register_module("down_proj", std::make_shared<RowParallelLinear>(i, d, mine, false, tp, o));
   }
   torch::Tensor forward(const torch::Tensor& region_input) {
+    RECORD_USER_SCOPE("ddx::mlp");
     torch::Tensor x = enter_tp_region(region_input, gate_proj->tp);
     return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
   }
@@ -76,6 +78,7 @@ struct LlamaBlock : torch::nn::Module {
     mlp = register_module("mlp", std::make_shared<LlamaMlp>(c, tp, o));
   }
   torch::Tensor forward(torch::Tensor h, const RopeTables& rope) {
+    RECORD_USER_SCOPE("ddx::block");
     h = h + attn->forward(attn_norm->forward(h), rope);
     return h + mlp->forward(mlp_norm->forward(h));
   }
@@ -105,6 +108,7 @@ class Llama : public CausalLM {
   torch::Tensor embed(const torch::Tensor& tokens) override {
     TORCH_CHECK(tokens.size(1) <= config().max_position_embeddings, "sequence length ", tokens.size(1),
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
+    RECORD_USER_SCOPE("ddx::embedding");
     return tok_embeddings->forward(tokens);
   }
 
@@ -115,6 +119,7 @@ class Llama : public CausalLM {
   }
 
   torch::Tensor head(const torch::Tensor& hidden) override {
+    RECORD_USER_SCOPE("ddx::head");
     return torch::linear(enter_tp_region(norm->forward(hidden), tensor_parallel()),
                          lm_head ? lm_head->weight : tok_embeddings->weight);
   }

@@ -1,8 +1,27 @@
+// Speed without other maths (docs/performance.md): the same element-wise kernels as
+// torch.optim.AdamW's single-tensor path run over cache-sized chunks of each tensor in turn, so
+// the parameter, gradient and both moments come from memory once per step instead of once per
+// kernel (about 3x faster on CPU than the whole-tensor sequence, and bit-identical to it, as any
+// slice already is); the weight-decay multiply is skipped when it multiplies by exactly 1.
 #include "train/adamw.h"
 
 #include <cmath>
 
 namespace ddx::train {
+namespace {
+
+// Elements per chunk: four float32 tensors and the scratch of 128K elements (2.5 MiB) stay in
+// the last-level cache between kernels. A multiple of every vector width, so each kernel splits
+// a chunk into vector and scalar parts exactly as it splits the whole tensor.
+constexpr int64_t kChunk = int64_t{1} << 17;
+
+// On a GPU the whole-tensor kernels already run at memory speed, and chunks would only add launches.
+bool chunkable(const torch::Tensor& param, const torch::Tensor& grad, const AdamWState& s) {
+  return param.is_cpu() && param.is_contiguous() && grad.is_contiguous() && s.exp_avg.is_contiguous() && s.exp_avg_sq.is_contiguous() &&
+         grad.scalar_type() == param.scalar_type() && grad.sizes() == param.sizes();
+}
+
+}  // namespace
 
 void AdamW::update(const std::string& name, torch::Tensor& param, const torch::Tensor& grad, double lr) {
   torch::NoGradGuard no_grad;
@@ -13,15 +32,37 @@ void AdamW::update(const std::string& name, torch::Tensor& param, const torch::T
   }
   s.step += 1;
   const double beta1 = config_.beta1, beta2 = config_.beta2;
-  param.mul_(1.0 - lr * config_.weight_decay);
-  s.exp_avg.lerp_(grad, 1.0 - beta1);
-  s.exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1.0 - beta2);
+  const double decay = 1.0 - lr * config_.weight_decay;
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(s.step));
   const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(s.step));
   const double step_size = lr / bias_correction1;
   const double bias_correction2_sqrt = std::sqrt(bias_correction2);
-  torch::Tensor denom = (s.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(config_.eps);
-  param.addcdiv_(s.exp_avg, denom, -step_size);
+  // torch.optim.AdamW's single-tensor sequence on one slice of the tensors.
+  auto update_slice = [&](torch::Tensor p, const torch::Tensor& g, torch::Tensor m, torch::Tensor v, torch::Tensor denom) {
+    if (decay != 1.0) p.mul_(decay);
+    m.lerp_(g, 1.0 - beta1);
+    v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+    at::sqrt_out(denom, v);
+    denom.div_(bias_correction2_sqrt).add_(config_.eps);
+    p.addcdiv_(m, denom, -step_size);
+  };
+  if (!chunkable(param, grad, s)) {
+    update_slice(param, grad, s.exp_avg, s.exp_avg_sq, torch::empty_like(s.exp_avg_sq));
+    return;
+  }
+  // One chunk of the denominator, reused for every tensor (CPU only: no device to match).
+  thread_local torch::Tensor scratch;
+  if (!scratch.defined() || scratch.scalar_type() != s.exp_avg_sq.scalar_type()) {
+    scratch = torch::empty({kChunk}, s.exp_avg_sq.options());
+  }
+  torch::Tensor p = param.view({-1}), m = s.exp_avg.view({-1}), v = s.exp_avg_sq.view({-1});
+  const torch::Tensor g = grad.view({-1});
+  const int64_t n = p.numel();
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t len = std::min(kChunk, n - begin);
+    update_slice(p.narrow(0, begin, len), g.narrow(0, begin, len), m.narrow(0, begin, len), v.narrow(0, begin, len),
+                 scratch.narrow(0, 0, len));
+  }
 }
 
 }  // namespace ddx::train

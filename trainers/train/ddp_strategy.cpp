@@ -130,7 +130,7 @@ double DdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale,
                                      PhaseTimes& times) {
   models::LossSum loss;
   {
-    PhaseTimer t(times.forward, device_);
+    PhaseTimer t(times.forward, device_, profile_scope::kForward);
     torch::Tensor logits = model_->forward(batch.inputs);
     loss = model_->loss_sum(logits, batch.labels);  // vocab-parallel under 2D
   }
@@ -146,7 +146,7 @@ double DdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale,
     buckets_in_backward_ = 0;
   }
   {
-    PhaseTimer t(times.backward, device_);
+    PhaseTimer t(times.backward, device_, profile_scope::kBackward);
     in_backward_ = true;
     (loss.sum * loss_scale).backward();
     in_backward_ = false;

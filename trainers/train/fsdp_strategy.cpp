@@ -244,7 +244,7 @@ double FsdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale
   }
   models::LossSum loss;
   {
-    PhaseTimer t(times.forward, device_);
+    PhaseTimer t(times.forward, device_, profile_scope::kForward);
     if (root_ >= 0) ensure_gathered(root_);
     torch::Tensor h = run_unit(embeddings_, [&] { return model_->embed(batch.inputs); });
     for (int64_t i = 0; i < config_->num_layers; ++i) {
@@ -256,7 +256,7 @@ double FsdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale
     loss = model_->loss_sum(logits, batch.labels);  // vocab-parallel under 2D
   }
   {
-    PhaseTimer t(times.backward, device_);
+    PhaseTimer t(times.backward, device_, profile_scope::kBackward);
     (loss.sum * loss_scale).backward();
   }
   return loss.sum.item<double>();

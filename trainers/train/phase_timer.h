@@ -1,16 +1,23 @@
 #pragma once
 // Adds the wall time of a scope to a phase's seconds. On CUDA it synchronizes the device on
 // entry and exit (as the guide's timer does), so kernels are charged to the phase that
-// launched them; on CPU, ops are synchronous anyway.
+// launched them; on CPU, ops are synchronous anyway. With `profile_scope` (profile_report.h)
+// the scope is also recorded for `ddx train --profile`; that costs nothing while no profiler runs.
 #include <torch/torch.h>
 
 #include <chrono>
+
+#include "train/profile_report.h"
 
 namespace ddx::train {
 
 class PhaseTimer {
  public:
-  PhaseTimer(double& seconds, torch::Device device) : seconds_(seconds), device_(device) {
+  PhaseTimer(double& seconds, torch::Device device, const char* profile_scope = nullptr)
+      : seconds_(seconds), device_(device), scope_(at::RecordScope::USER_SCOPE) {
+    if (profile_scope && scope_.isActive()) {
+      at::detail::record_function_with_scope(scope_, profile_scope, c10::ArrayRef<const c10::IValue>{});
+    }
     sync();
     start_ = std::chrono::steady_clock::now();
   }
@@ -27,6 +34,7 @@ class PhaseTimer {
   }
   double& seconds_;
   torch::Device device_;
+  at::RecordFunction scope_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -98,7 +98,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
       }
       const double begin = seconds_since(start);
       {
-        PhaseTimer t(times.forward, device_);
+        PhaseTimer t(times.forward, device_, profile_scope::kForward);
         torch::Tensor h = stage == 0 ? model_.embed(batch.inputs) : saved.input;
         for (int64_t i = split_.begin(stage); i < split_.end(stage); ++i) h = model_.block(i, h);
         if (stage == last) {
@@ -126,7 +126,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
     }
     const double begin = seconds_since(start);
     {
-      PhaseTimer t(times.backward, device_);
+      PhaseTimer t(times.backward, device_, profile_scope::kBackward);
       if (stage == last) {
         // The parity self-test's planted bug: micro-batch 0 back-propagated twice.
         if (test_breaks().pp_double_microbatch && mb == 0) saved.output.backward({}, /*retain_graph=*/true);

@@ -26,12 +26,12 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
                                             PhaseTimes& times) {
   models::LossSum loss;
   {
-    PhaseTimer t(times.forward, device_);
+    PhaseTimer t(times.forward, device_, profile_scope::kForward);
     torch::Tensor logits = model_->forward(batch.inputs);
     loss = model_->loss_sum(logits, batch.labels);
   }
   {
-    PhaseTimer t(times.backward, device_);
+    PhaseTimer t(times.backward, device_, profile_scope::kBackward);
     (loss.sum * loss_scale).backward();
   }
   return loss.sum.item<double>();

@@ -34,6 +34,7 @@
 #include "train/metrics.h"
 #include "train/phase_timer.h"
 #include "train/progress_bar.h"
+#include "train/step_profiler.h"
 #include "train/state_files.h"
 #include "train/top_progress.h"
 #include "train/strategy.h"
@@ -208,6 +209,7 @@ struct Run {
   std::string metrics_path;
   std::unique_ptr<HangDetection> hang_detection;
   ParameterSeal seal;  // --replica-check-freq: storage without a copy, between a check's update and the next
+  ProfileOptions profile;
 };
 
 // Rendezvous, model, strategy and data, every rank agreeing on them.
@@ -322,7 +324,7 @@ StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseT
   {
     // Micro-step m covers positions [m*b*dp, (m+1)*b*dp) of the global batch, split among
     // data-parallel ranks in rank order.
-    PhaseTimer t(times.data, run.device);
+    PhaseTimer t(times.data, run.device, profile_scope::kData);
     const std::vector<int64_t> ids = run.sampler->global_batch(epoch, step_in_epoch);
     for (int64_t m = 0; m < o.grad_accum; ++m) {
       const int64_t begin = m * o.batch_size * dp + dp_rank * o.batch_size;
@@ -336,6 +338,7 @@ StepBatch load_step_batch(Run& run, int64_t epoch, int64_t step_in_epoch, PhaseT
   batch.global_tokens = batch.local_tokens;
   if (Group* g = run.strategy->dp_group()) {
     auto count = torch::tensor({batch.local_tokens}, torch::kInt64);
+    RECORD_USER_SCOPE(profile_scope::kCommWait);
     const auto t_wait = std::chrono::steady_clock::now();
     all_reduce(*g, count).wait();
     // Waiting here is waiting for the slowest rank to start its step: comm wait, not work.
@@ -370,8 +373,11 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
     Strategy& strategy = *run.strategy;
     // Local gradients, before finish_gradients replaces them with the reduced ones.
     const std::string non_finite = o.nan_check ? check_gradients_finite(strategy, run.world->world(), step + 1) : "";
-    times.comm_wait += strategy.finish_gradients();
-    PhaseTimer t(times.update, run.device);
+    {
+      RECORD_USER_SCOPE(profile_scope::kCommWait);
+      times.comm_wait += strategy.finish_gradients();
+    }
+    PhaseTimer t(times.update, run.device, profile_scope::kOptimizer);
     if (!non_finite.empty() && o.on_nan == "stop") throw std::runtime_error("nan-check: " + non_finite + "; stopping (--on-nan stop)");
     if (!non_finite.empty()) {
       if (run.rank0) log::warn("nan-check: ", non_finite, "; the step's update is skipped (--on-nan skip)");
@@ -400,16 +406,19 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
   auto agreed = torch::tensor({local_loss_sum, static_cast<double>(g_stop_requested),
                                static_cast<double>(g_checkpoint_requested)}, torch::kFloat64);
   // Blocking here is waiting for the slowest rank: comm wait (ddx top and the straggler watch read it).
-  const auto t_wait = std::chrono::steady_clock::now();
-  all_reduce(run.world->world(), agreed).wait();
   double loss_sum = local_loss_sum;
-  if (run.strategy->dp_group()) {
-    // Other mesh dimensions hold copies of the same loss: take the data-parallel sum.
-    auto l = torch::tensor({local_loss_sum}, torch::kFloat64);
-    all_reduce(*run.strategy->dp_group(), l).wait();
-    loss_sum = l.item<double>();
+  {
+    RECORD_USER_SCOPE(profile_scope::kCommWait);
+    const auto t_wait = std::chrono::steady_clock::now();
+    all_reduce(run.world->world(), agreed).wait();
+    if (run.strategy->dp_group()) {
+      // Other mesh dimensions hold copies of the same loss: take the data-parallel sum.
+      auto l = torch::tensor({local_loss_sum}, torch::kFloat64);
+      all_reduce(*run.strategy->dp_group(), l).wait();
+      loss_sum = l.item<double>();
+    }
+    times.comm_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
   }
-  times.comm_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_wait).count();
   result.stop = agreed[1].item<double>() > 0;
   result.checkpoint_now = agreed[2].item<double>() > 0;
   g_checkpoint_requested = 0;
@@ -514,9 +523,27 @@ void save_checkpoint(Run& run, int64_t done) {
   barrier(world.world()).wait();
 }
 
+// --profile: the window of steps after the first (which allocates the optimizer state), or
+// all of them in a run too short for that.
+std::unique_ptr<StepProfiler> make_profiler(const Run& run) {
+  const TrainOptions& o = run.o;
+  if (run.profile.target.empty()) return nullptr;
+  const int64_t steps = run.total_steps - run.start_step;
+  const int64_t first = run.start_step + (steps > run.profile.steps ? 1 : 0);
+  const int64_t count = std::min(run.profile.steps, run.total_steps - first);
+  const std::string title = "ddx train --profile: " + run.model.name + ", --strategy " + o.strategy + ", rank " +
+                            std::to_string(run.world->rank()) + " of " + std::to_string(run.world->size()) + ", " +
+                            std::to_string(o.batch_size) + " x " + std::to_string(o.seq_length) + " tokens, steps " +
+                            std::to_string(first + 1) + "-" + std::to_string(first + count) + ", " +
+                            std::to_string(at::get_num_threads()) + " threads, " + run.device.str();
+  return std::make_unique<StepProfiler>(run.profile.target, title, run.world->rank(), run.world->size(), run.device.is_cuda(),
+                                        first, count);
+}
+
 // The loop; returns the last step's loss.
 double train_loop(Run& run) {
   const TrainOptions& o = run.o;
+  std::unique_ptr<StepProfiler> profiler = make_profiler(run);
   ProgressBar progress(run.total_steps, o.progress && run.rank0);
   StragglerWatch stragglers(o.straggler_factor, 3);
   TopProgress top_progress(run.hang_detection->watchdog(), run.total_steps);
@@ -530,13 +557,16 @@ double train_loop(Run& run) {
     PhaseTimes times;
     StepResult result;
     int64_t local_tokens = 0;
+    if (profiler) profiler->before_step(step);
     const CommCounts comm_before = comm_counts();
     {
+      RECORD_USER_SCOPE(profile_scope::kStep);
       StepBatch batch = load_step_batch(run, epoch, step_in_epoch, times);
       local_tokens = batch.local_tokens;
       result = train_step(run, batch, step, lr, times);
     }
     const CommCounts step_comm = comm_counts_since(comm_before, comm_counts());
+    if (profiler) profiler->after_step(step);
     last_loss = result.loss;
     window_loss += result.loss;
     ++window_steps;
@@ -569,6 +599,7 @@ double train_loop(Run& run) {
       break;
     }
   }
+  if (profiler) profiler->finish();
   progress.finish();
   return last_loss;
 }
@@ -592,10 +623,11 @@ void finish(Run& run, double last_loss) {
 
 }  // namespace
 
-int run_training(TrainOptions o) {
+int run_training(TrainOptions o, const ProfileOptions& profile) {
   validate(o);
   Run run;
   run.o = std::move(o);
+  run.profile = profile;
   set_up(run);
   const std::string exp_dir = resume(run);
   open_metrics(run, exp_dir);
