@@ -86,6 +86,20 @@ Finding watchdog_and_analyzer(const JobEvidence& job) {
   return f;
 }
 
+// --check-collectives: "collective mismatch at world #16: rank 1 called ..., but ranks 0,2,3
+// called ... (majority 3 of 4)"; the minority comes first, so the first ranks are the culprit.
+Finding collective_check(const JobEvidence& job) {
+  for (const TimedLine& line : job.lines) {
+    const size_t at = line.text.find("collective mismatch at ");
+    if (at == std::string::npos) continue;
+    const size_t colon = line.text.find(": ", at);
+    if (colon == std::string::npos) continue;
+    const std::string culprit = ranks_at(line.text, colon + 2);
+    if (!culprit.empty()) return {true, culprit, line.at_s, line.text};
+  }
+  return {};
+}
+
 Finding nan_check(const JobEvidence& job) { return first_ranks_after(job, "non-finite gradient first on "); }
 
 // "data-parallel replica on rank 3 diverges ..." or "... replicas on ranks 0,1 and ranks 2,3 disagree ...".
@@ -125,6 +139,7 @@ const std::vector<Detector>& detectors() {
       {"launcher", {}, launcher},
       {"watchdog+analyzer", {}, watchdog_and_analyzer},
       {"nan-check", {"--nan-check"}, nan_check},
+      {"collective check", {"--check-collectives"}, collective_check},
       {"replica-check", {"--replica-check-freq", "1"}, replica_check},
       {"straggler warning", {"--straggler-factor", "5"}, straggler_warning},
       {"pairwise links", {}, pairwise_links},

@@ -19,6 +19,8 @@ const std::vector<RowSpec>& row_specs() {
       {"exit",               "train", "exit@rank={rank},step={step},code=3",                  "launcher",          "rank {rank}",            true},
       {"oom",                "train", "oom@rank={rank},step={step},mib=64",                   "launcher",          "rank {rank}",            true},
       {"hang",               "train", "hang@rank={rank},step={step}",                         "watchdog+analyzer", "rank {rank}",            true},
+      {"skip-collective",    "train", "skip-collective@rank={rank},step={step}",              "watchdog+analyzer", "rank {rank}",            true},
+      {"mismatch",           "train", "mismatch@rank={rank},step={step}",                     "collective check",  "rank {rank}",            true},
       {"slow-link",          "pairs", "slow-link@rank={rank},op=send,ms=50",                  "pairwise links",    "rank {rank}",            false},
       {"straggler",          "train", "straggler@rank={rank},factor=10",                      "straggler warning", "rank {rank}",            false},
       {"nan",                "train", "nan@rank={rank},step={step}",                          "nan-check",         "rank {rank}",            true},
