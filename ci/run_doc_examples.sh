@@ -110,6 +110,15 @@ skip a benchmark (docs/pp.md shows its numbers)	.venv/bin/python benchmarks/pp_t
 full	ddx parity --strategies ddp,ddp-accum2,fsdp,tp,pp-gpipe,pp-1f1b,pp-interleaved,pp-dp --world-sizes 2,4 --steps 6 --no-determinism --uneven-tokens
 skip a planted bug: the suite fails by design (the parity self-test checks it)	DDX_FAULT=pp-double-microbatch ddx parity --strategies pp-1f1b --world-sizes 2 --steps 6 --no-determinism --uneven-tokens
 cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
+full	ddx fault matrix
+full	ddx fault matrix --strategy fsdp --kinds kill,hang,ckpt-corrupt --out fm-fsdp
+full	ddx fault matrix --strategy 2d -m debug-tp -- --tp 2
+full 1	ddx fault matrix --kinds nan --without nan-check
+full 1	ddx fault matrix --kinds nan,bitflip --without nan-check,replica-check --out fm-self-test
+skip a SLURM cluster with 8 GPUs per node	srun --nodes 1 --ntasks 1 --gpus-per-node 8 --cpus-per-task 32 ddx fault matrix -np 8 --strategy fsdp --out fault-matrix-$SLURM_JOB_ID -- --device cuda
+skip a SLURM cluster with 8 GPUs per node	srun ddx fault matrix -np 8 --strategy ddp --out "fault-matrix-$SLURM_JOB_ID" -- --device cuda
+skip a two-node SLURM cluster with GPUs	srun --nodes 2 --ntasks-per-node 1 bash -c 'ddx launch --nnodes 2 --node-rank $SLURM_NODEID --master-addr $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1) --master-port 29500 -np 8 --max-restarts 1 -- ddx train --device cuda --strategy fsdp -e faulted --ckpt-freq 5 --max-steps 16 --fault kill@rank=11,step=13'
+skip two hosts named gpu001 and gpu002 with GPUs	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 --max-restarts 1 -- ddx train --device cuda --strategy ddp -e faulted --ckpt-freq 5 --max-steps 16 --nan-check --fault nan@rank=11,step=13
 full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=40' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
 full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
