@@ -413,7 +413,7 @@ TEST(Faults, MismatchWithoutTheCheckIsNamedByTheAnalyzer) {
 // --- memory: a full /dev/shm is named, not a bare SIGBUS ---
 
 TEST(Faults, FullSharedMemoryIsNamedInsteadOfABareBusError) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: the tiny /dev/shm needs a private mount namespace (root); see process_helpers.h
   // A 4 MiB tmpfs on /dev/shm in a namespace of this job only: the host's /dev/shm is never touched.
   const std::string dir = scratch_dir("faults", "shm-full");
   const std::string script = "mount -t tmpfs -o size=4m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +
