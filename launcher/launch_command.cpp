@@ -2,10 +2,12 @@
 // restarts, a failure report) for any command, without Python.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "buserror/shm_namespace.h"
 #include "cli/commands.h"
 #include "ddx/errors.h"
 #include "launcher/launch_options.h"
@@ -56,6 +58,10 @@ Subcommand add_launch_command(CLI::App& app) {
                   "Seconds between SIGTERM and SIGKILL when stopping workers")
       ->capture_default_str();
   cmd->add_option("--run-id", o.run_id, "TORCHELASTIC_RUN_ID for the workers (default: time and pid; with --nnodes > 1, the master address and port, the same on every node)");
+  cmd->add_option("--shm-size", o.shm_size,
+                  "Give the workers a private /dev/shm of this size (64m, 1g), as docker run --shm-size "
+                  "does: a tmpfs in a mount namespace of this job, the node's own untouched (needs root)")
+      ->type_name("SIZE");
   cmd->add_option("command", o.command, "The command to run and its arguments, after --");
 
   Runner run = [flags, cmd]() {
@@ -63,6 +69,16 @@ Subcommand add_launch_command(CLI::App& app) {
       throw UsageError("ddx launch: -n is not a flag; use -np N or --nproc-per-node N");
     }
     launcher::validate(flags->options);
+    const std::string& size = flags->options.shm_size;
+    // Before run_supervised starts a thread: the namespace is this thread's, and the workers'.
+    if (!size.empty()) {
+      if (const std::string why = shm::shrink_dev_shm(size); !why.empty()) {
+        throw UsageError("ddx launch: --shm-size " + size + ": no private /dev/shm for the workers (" + why +
+                         "); it needs root (CAP_SYS_ADMIN) for a mount namespace");
+      }
+      std::fprintf(stderr, "ddx launch: the workers' /dev/shm is a private tmpfs of %s (this node's own is untouched)\n",
+                   size.c_str());
+    }
     return launcher::run_supervised(flags->options);
   };
   return {cmd, run};

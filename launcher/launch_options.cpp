@@ -95,6 +95,11 @@ void validate(LaunchOptions& o) {
   }
   if (o.master_addr.empty()) throw UsageError("ddx launch: --master-addr is empty");
   if (o.max_restarts < 0) throw UsageError("ddx launch: --max-restarts must be >= 0");
+  if (o.nnodes > 1 && o.master_port + o.max_restarts > 65535) {
+    // Attempt k of a multi-node job rendezvouses at --master-port + k (worker_env.cpp).
+    throw UsageError("ddx launch: --master-port " + std::to_string(o.master_port) + " + --max-restarts " +
+                     std::to_string(o.max_restarts) + " is past port 65535 (attempt k uses the port + k)");
+  }
   if (!(o.monitor_interval_s > 0)) throw UsageError("ddx launch: --monitor-interval must be > 0 seconds");
   if (o.grace_period_s < 0) throw UsageError("ddx launch: --grace-period must be >= 0 seconds");
   if (o.tee && o.log_dir.empty()) throw UsageError("ddx launch: --tee needs --log-dir");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -213,6 +214,22 @@ void copy_root_cause_error_file(const EnvMap& launcher_env, const std::string& r
   if (error) say("could not copy the root cause's error file to " + *target + ": " + error.message());
 }
 
+// " at 14:20:01.123456 UTC": when a worker exited, on the wall clock. Across nodes each launcher
+// sees only its own workers; the node whose root cause came first holds the job's (an outer
+// tool such as `ddx fault matrix` compares them; the nodes' clocks must agree, as NTP keeps them).
+std::string wall_clock_text(Clock::time_point when) {
+  const auto wall = std::chrono::system_clock::now() -
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(Clock::now() - when);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
+  const time_t seconds = static_cast<time_t>(us / 1000000);
+  tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[48];
+  std::snprintf(text, sizeof text, " at %02d:%02d:%02d.%06lld UTC", utc.tm_hour, utc.tm_min, utc.tm_sec,
+                static_cast<long long>(us % 1000000));
+  return text;
+}
+
 }  // namespace
 
 int run_supervised(const LaunchOptions& options) {
@@ -261,8 +278,9 @@ int run_supervised(const LaunchOptions& options) {
     // The worker that ended the attempt failed before the stop, so there is a root cause.
     const int root = mark_root_cause(workers);
     if (restart + 1 < attempts_allowed) {
+      const std::string when = options.nnodes > 1 ? wall_clock_text(workers[root].exit_time) : "";
       say("attempt " + std::to_string(restart + 1) + " failed: rank " + std::to_string(workers[root].rank) +
-          " " + workers[root].status + "; restarting the worker group (restart " +
+          " " + workers[root].status + when + "; restarting the worker group (restart " +
           std::to_string(restart + 1) + " of " + std::to_string(options.max_restarts) + ")");
       continue;
     }

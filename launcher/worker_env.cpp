@@ -25,7 +25,10 @@ EnvMap worker_env(const EnvMap& launcher_env, const LaunchOptions& o, const Work
   set_int("ROLE_RANK", slot.rank);
   set_int("ROLE_WORLD_SIZE", world_size);
   set("MASTER_ADDR", o.master_addr);
-  set_int("MASTER_PORT", o.master_port);
+  // Across nodes each launcher restarts when its own workers fail, not when the others' do: attempt
+  // k rendezvouses one port above attempt k-1, so the node that restarts first cannot reach the
+  // previous attempt's store (alive in the other node's rank 0 while it dumps) and mix the two.
+  set_int("MASTER_PORT", o.master_port + (o.nnodes > 1 ? slot.restart_count : 0));
   set_int("TORCHELASTIC_RESTART_COUNT", slot.restart_count);
   set_int("TORCHELASTIC_MAX_RESTARTS", o.max_restarts);
   set("TORCHELASTIC_RUN_ID", o.run_id);

@@ -11,6 +11,8 @@
 
 namespace ddx::faults::matrix {
 
+class NodeLink;  // matrix_nodes.h
+
 // One line of the matrix: adding a fault kind to the matrix adds one of these.
 // In `faults` and `culprit`, {rank} is the faulted rank, {step} the fault step and {ckpt} the
 // last checkpoint step before it.
@@ -21,6 +23,9 @@ struct RowSpec {
   std::string detector;  // the detector (detectors()) that must name the culprit
   std::string culprit;   // what it must name: "rank {rank}", "checkpoint step {ckpt}"
   bool recovers;         // run with --max-restarts 1: must resume and end bit-identical to the reference
+  // Non-empty: the job gets a private /dev/shm of this size (ddx launch --shm-size), so a fault
+  // that fills it never touches the node's own; where that is refused the row is SKIPPED.
+  std::string shm_size = "";
 };
 const std::vector<RowSpec>& row_specs();
 
@@ -38,6 +43,13 @@ struct Options {
   double collective_timeout_s = 5;
   double row_timeout_s = 180;
   std::vector<std::string> train_args;  // extra `ddx train` arguments (after --)
+  // Across nodes (matrix_nodes.h): nproc ranks on each of nnodes nodes; node 0 hosts the matrix's
+  // store at master_addr:master_port and the jobs rendezvous at master_port + 1.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  NodeLink* nodes = nullptr;  // set by the command when nnodes > 1
 };
 
 // A line of a job's output and when the matrix saw it (seconds since the job started).
@@ -92,7 +104,9 @@ struct RowResult {
   bool bit_identical = false;
   std::string recovery_note;
   bool passed = false;
-  std::string note;                      // why it failed
+  bool skipped = false;                  // not run here (note: why); never a PASS
+  std::string note;                      // why it failed, or was skipped
+  std::string table;                     // on a node other than 0: node 0's table row for it
   int exit_code = -1;
   bool timed_out = false;
   double seconds = 0;
@@ -101,7 +115,7 @@ struct RowResult {
 
 // The reference run: a clean job whose loss curve and final weights recovered rows must equal.
 struct Reference {
-  bool ok = false;
+  bool ok = false;  // on a node other than 0: node 0's judgement
   std::string note;
   std::vector<std::pair<int64_t, double>> curve;  // (step, loss)
   std::string weights_path;

@@ -13,6 +13,7 @@
 #include "ddx/errors.h"
 #include "ddx/text.h"
 #include "faults/matrix/matrix.h"
+#include "faults/matrix/matrix_nodes.h"
 
 namespace ddx::cli {
 namespace {
@@ -55,9 +56,17 @@ void check(const fm::Options& o) {
                        switchable_detectors() + ")");
     }
   }
-  const int rank = o.fault_rank >= 0 ? o.fault_rank : o.nproc - 1;
-  if (rank >= o.nproc) {
-    throw UsageError("--fault-rank " + std::to_string(rank) + " is outside the world of " + std::to_string(o.nproc) +
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    throw UsageError("--node-rank " + std::to_string(o.node_rank) + " is outside [0, " + std::to_string(o.nnodes) +
+                     ") for --nnodes " + std::to_string(o.nnodes));
+  }
+  if (o.nnodes > 1 && (o.master_port < 1 || o.master_port > 65534)) {
+    throw UsageError("--master-port is required with --nnodes > 1 (1..65534: the matrix's store, its jobs one above)");
+  }
+  const int world = o.nproc * o.nnodes;
+  const int rank = o.fault_rank >= 0 ? o.fault_rank : world - 1;
+  if (rank >= world) {
+    throw UsageError("--fault-rank " + std::to_string(rank) + " is outside the world of " + std::to_string(world) +
                      " rank(s)");
   }
   if (o.fault_step > o.max_steps) {
@@ -73,19 +82,38 @@ void check(const fm::Options& o) {
   }
 }
 
+// Across nodes the others' matrices must outlive every exchange: node 0 sends the final status
+// and keeps the store up until every node has it.
+int finish(const fm::Options& o, bool passed) {
+  if (o.nodes == nullptr) return passed ? 0 : 1;
+  passed = o.nodes->broadcast("status", passed ? "PASS" : "FAIL") == "PASS";
+  o.nodes->gather("done", "");
+  return passed ? 0 : 1;
+}
+
 int run_matrix(fm::Options& o) {
   check(o);
   const auto rows = selected_rows(o);
   std::filesystem::create_directories(o.out_dir);
-  std::printf("fault matrix: %zu row(s), ddx train --strategy %s -m %s under ddx launch -np %d; fault at step %d, "
+  std::unique_ptr<fm::NodeLink> nodes;
+  std::string where = "ddx launch -np " + std::to_string(o.nproc);
+  if (o.nnodes > 1) {
+    // Long enough for node 0 to wait out a row's job and its judging.
+    nodes = fm::connect_nodes(o.master_addr, o.master_port, o.nnodes, o.node_rank, o.row_timeout_s + 300);
+    o.nodes = nodes.get();
+    where += " on each of " + std::to_string(o.nnodes) + " nodes (this is node " + std::to_string(o.node_rank) +
+             (o.node_rank == 0 ? ", which judges)" : "; node 0 judges)");
+  }
+  std::printf("fault matrix: %zu row(s), ddx train --strategy %s -m %s under %s; fault at step %d, "
               "checkpoints every %d, %d steps%s\n",
-              rows.size(), o.strategy.c_str(), o.model.c_str(), o.nproc, o.fault_step, o.ckpt_freq, o.max_steps,
+              rows.size(), o.strategy.c_str(), o.model.c_str(), where.c_str(), o.fault_step, o.ckpt_freq, o.max_steps,
               o.without.empty() ? "" : ("; detectors off: " + join(o.without)).c_str());
   std::printf("[ref] clean reference run ...\n");
   std::fflush(stdout);
   const fm::Reference reference = fm::run_reference(o, rows);
-  std::printf("[ref] %s (%.1f s, %zu steps)%s%s\n", reference.ok ? "PASS" : "FAIL", reference.seconds,
-              reference.curve.size(), reference.ok ? "" : ": ", reference.note.c_str());
+  const std::string judged = o.node_rank == 0 ? std::to_string(reference.curve.size()) + " steps" : "judged by node 0";
+  std::printf("[ref] %s (%.1f s, %s)%s%s\n", reference.ok ? "PASS" : "FAIL", reference.seconds, judged.c_str(),
+              reference.ok ? "" : ": ", reference.note.c_str());
   if (!reference.ok) std::printf("    log: %s\n", reference.log.c_str());
   std::printf("%s\n", fm::table_header().c_str());
   std::fflush(stdout);
@@ -95,14 +123,25 @@ int run_matrix(fm::Options& o) {
                 join(fm::row_faults(o, rows[i]), " + ").c_str());
     std::fflush(stdout);
     results.push_back(fm::run_row(o, rows[i], reference));
-    std::printf("%s\n", fm::table_row(results.back()).c_str());
+    const fm::RowResult& r = results.back();
+    if (o.node_rank != 0 && !r.skipped) {
+      std::printf("node %d's part: exit %d, %.1f s, %d process(es) left; log %s\n", o.node_rank, r.exit_code, r.seconds,
+                  r.leftover_processes, r.log.c_str());
+    }
+    std::printf("%s\n", r.table.empty() ? fm::table_row(r).c_str() : r.table.c_str());
     std::fflush(stdout);
   }
+  // A skipped row (its job could not run here) fails nothing, and its line says why; never a PASS.
+  const bool passed =
+      reference.ok && std::all_of(results.begin(), results.end(), [](const auto& r) { return r.passed || r.skipped; });
+  if (o.node_rank != 0) {
+    std::printf("%s: %s; node 0 writes the reports\n", fm::summary_line(results).c_str(), passed ? "PASS" : "FAIL");
+    return finish(o, passed);
+  }
   fm::write_reports(o, reference, results);
-  const bool passed = reference.ok && std::all_of(results.begin(), results.end(), [](const auto& r) { return r.passed; });
   std::printf("%s: %s; report %s/report.json (also junit.xml, table.txt)\n", fm::summary_line(results).c_str(),
               passed ? "PASS" : "FAIL", o.out_dir.c_str());
-  return passed ? 0 : 1;
+  return finish(o, passed);
 }
 
 }  // namespace
@@ -117,7 +156,7 @@ Subcommand add_fault_matrix_command(CLI::App& fault) {
       "recovered bit-identically; one row per fault, report.json, JUnit XML.\n"
       "  ddx fault matrix --strategy ddp -np 4 --out fault-matrix");
   // `-np 4` as for ddx launch: CLI11 reads it as -n -p, so -n is a hidden marker for -p.
-  cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks of each job (ddx launch on this node; also -np N)")
+  cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks of each job on each node (ddx launch -np; also -np N)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_flag("-n", *np_marker)->group("");
@@ -137,6 +176,16 @@ Subcommand add_fault_matrix_command(CLI::App& fault) {
       ->capture_default_str();
   cmd->add_option("--row-timeout", o->row_timeout_s, "Seconds before a row's job is killed and the row FAILs")
       ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--nnodes", o->nnodes, "Nodes: run the matrix once on each (srun), the same rows in lock-step")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--node-rank", o->node_rank, "This node's rank in [0, nnodes); node 0 judges and writes the reports")
+      ->capture_default_str();
+  cmd->add_option("--master-addr", o->master_addr, "Address of node 0, which hosts the matrix's store")
+      ->capture_default_str();
+  cmd->add_option("--master-port", o->master_port,
+                  "Port of the matrix's store on node 0 (with --nnodes > 1); the jobs rendezvous at the next port")
       ->capture_default_str();
   cmd->add_option("train-args", o->train_args, "Further ddx train arguments for every job, after --");
   return {cmd, [o, np_marker, cmd]() {

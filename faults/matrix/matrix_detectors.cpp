@@ -2,11 +2,13 @@
 // prints (the launcher's failure lines, the watchdog, --nan-check, --replica-check-freq, the
 // straggler warning, the checkpoint checksum warning) and the analyzer's verdict JSON. One entry
 // per detector; the flags are what `ddx train` needs to turn it on (the self-test leaves them out).
-// "pairwise links" reads the pairwise bandwidth probe's slow-rank list.
+// "pairwise links" reads the pairwise bandwidth probe's slow-rank list; "bus-error cause" the
+// fatal-signal report of a rank killed by SIGBUS on a full tmpfs.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -49,10 +51,35 @@ Finding first_ranks_after(const JobEvidence& job, const std::string& marker) {
   return {};
 }
 
+// Seconds into the UTC day of a launcher line's " at 14:20:01.123456 UTC" (across nodes), or -1.
+double failure_time(const std::string& line) {
+  const size_t at = line.find(" at ");
+  int h = 0, m = 0;
+  double sec = 0;
+  if (at == std::string::npos || line.find(" UTC", at) == std::string::npos ||
+      std::sscanf(line.c_str() + at, " at %d:%d:%lf UTC", &h, &m, &sec) != 3) {
+    return -1;
+  }
+  return h * 3600.0 + m * 60.0 + sec;
+}
+
 // The launcher: the rank its failure line names as the first to fail ("attempt 1 failed: rank 3
 // SIGKILL ..." when it restarts, "Root cause: rank 3 ..." in the failure table when it does not).
+// Across nodes every node's launcher names its own first failure, with when it happened: the
+// earliest is the job's (a rank of another node fails only after the culprit did).
 Finding launcher(const JobEvidence& job) {
-  Finding restart = first_ranks_after(job, "ddx launch: attempt 1 failed: ");
+  const std::string marker = "ddx launch: attempt 1 failed: ";
+  Finding restart;
+  double first = -1;
+  for (const TimedLine& line : job.lines) {
+    const size_t at = line.text.find(marker);
+    if (at == std::string::npos) continue;
+    const std::string culprit = ranks_at(line.text, at + marker.size());
+    const double when = failure_time(line.text);
+    if (culprit.empty() || (restart.fired && (when < 0 || first < 0 || when >= first))) continue;
+    restart = {true, culprit, line.at_s, line.text};
+    first = when;
+  }
   Finding table = first_ranks_after(job, "Root cause: ");
   if (restart.fired && (!table.fired || restart.at_s <= table.at_s)) return restart;
   return table;
@@ -132,6 +159,18 @@ Finding checksum(const JobEvidence& job) {
   return {};
 }
 
+// The fatal-signal report of a SIGBUS whose address is in a file on a full tmpfs ("... a file on
+// a tmpfs (/dev/shm) with 0.0 of 64.0 MiB free: shared memory is exhausted ..."), on the console
+// of the rank it killed ("[rank 3]: ...", as ddx launch prefixes each rank's lines).
+Finding bus_error_cause(const JobEvidence& job) {
+  for (const TimedLine& line : job.lines) {
+    if (line.text.find("shared memory is exhausted") == std::string::npos || line.text.rfind("[", 0) != 0) continue;
+    const std::string culprit = ranks_at(line.text, 1);
+    if (!culprit.empty()) return {true, culprit, line.at_s, line.text};
+  }
+  return {};
+}
+
 }  // namespace
 
 const std::vector<Detector>& detectors() {
@@ -144,6 +183,7 @@ const std::vector<Detector>& detectors() {
       {"straggler warning", {"--straggler-factor", "5"}, straggler_warning},
       {"pairwise links", {}, pairwise_links},
       {"checksum", {}, checksum},
+      {"bus-error cause", {}, bus_error_cause},
   };
   return all;
 }

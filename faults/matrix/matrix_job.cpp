@@ -18,9 +18,11 @@
 #include <thread>
 #include <tuple>
 
+#include "buserror/shm_namespace.h"
 #include "ddx/processes.h"
 #include "ddx/text.h"
 #include "faults/matrix/matrix.h"
+#include "faults/matrix/matrix_exchange.h"
 #include "parity/run_process.h"
 #include "train/checkpoint.h"
 
@@ -63,7 +65,8 @@ class LogWatcher {
   std::vector<TimedLine> lines_;
 };
 
-int fault_rank(const Options& o) { return o.fault_rank >= 0 ? o.fault_rank : o.nproc - 1; }
+// The last rank by default: across nodes, a rank of the last node.
+int fault_rank(const Options& o) { return o.fault_rank >= 0 ? o.fault_rank : o.nproc * o.nnodes - 1; }
 int checkpoint_step(const Options& o) { return ((o.fault_step - 1) / o.ckpt_freq) * o.ckpt_freq; }
 
 std::string substitute(std::string text, const Options& o) {
@@ -98,6 +101,20 @@ int key_value(const std::string& spec, const std::string& key) {
   return -1;
 }
 
+// A job's folder: <out>/<name>, or across nodes <out>/<name>/node<I>, each node's console,
+// traces, metrics and weights in its own.
+std::string job_dir(const Options& o, const std::string& name) {
+  const std::string base = fs::absolute(o.out_dir).string() + "/" + name;
+  return o.nnodes > 1 ? base + "/node" + std::to_string(o.node_rank) : base;
+}
+
+// Where the job's checkpoints go: inside its folder, or across nodes beside the nodes' folders,
+// one for all of them: a restarted rank on any node must find the checkpoint rank 0 completed,
+// so with several machines --out must be on a filesystem they share for rows that recover.
+std::string save_dir(const Options& o, const std::string& dir) {
+  return o.nnodes > 1 ? fs::path(dir).parent_path().string() + "/out" : dir + "/out";
+}
+
 std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", s);
@@ -117,19 +134,29 @@ std::vector<std::string> detector_flags(const Options& o, const std::vector<std:
   return flags;
 }
 
-std::vector<std::string> launch_argv(const Options& o, int restarts) {
+// shm_size: a private /dev/shm of that size for the job (empty: the node's). Across nodes the
+// job's launchers rendezvous one port above the matrix's own store.
+std::vector<std::string> launch_argv(const Options& o, int restarts, const std::string& shm_size = "") {
   const std::string ddx = parity::self_executable();
-  return {ddx, "launch", "--nproc-per-node", std::to_string(o.nproc), "--max-restarts", std::to_string(restarts),
-          "--grace-period", "2", "--"};
+  std::vector<std::string> argv = {ddx, "launch", "--nproc-per-node", std::to_string(o.nproc), "--max-restarts",
+                                   std::to_string(restarts), "--grace-period", "2"};
+  if (o.nnodes > 1) {
+    argv.insert(argv.end(), {"--nnodes", std::to_string(o.nnodes), "--node-rank", std::to_string(o.node_rank),
+                             "--master-addr", o.master_addr, "--master-port", std::to_string(o.master_port + 1)});
+  }
+  if (!shm_size.empty()) argv.insert(argv.end(), {"--shm-size", shm_size});
+  argv.push_back("--");
+  return argv;
 }
 
 std::vector<std::string> train_argv(const Options& o, const std::string& dir, const std::vector<std::string>& fault_specs,
-                                    const std::vector<std::string>& detector_names, int restarts) {
-  std::vector<std::string> argv = launch_argv(o, restarts);
+                                    const std::vector<std::string>& detector_names, int restarts,
+                                    const std::string& shm_size = "") {
+  std::vector<std::string> argv = launch_argv(o, restarts, shm_size);
   const std::vector<std::string> train = {
       parity::self_executable(), "train", "--strategy", o.strategy, "-m", o.model, "-s", "32", "--seed", "7",
       "--lr", "3e-3", "--max-steps", std::to_string(o.max_steps), "--ckpt-freq", std::to_string(o.ckpt_freq),
-      "-e", "run", "--save-dir", dir + "/out", "--metrics-file", dir + "/metrics.jsonl", "--log-freq", "1",
+      "-e", "run", "--save-dir", save_dir(o, dir), "--metrics-file", dir + "/metrics.jsonl", "--log-freq", "1",
       "--no-progress", "--collective-timeout", seconds_text(o.collective_timeout_s), "--trace-dir", dir + "/traces",
       "--final-weights", dir + "/final.safetensors"};
   argv.insert(argv.end(), train.begin(), train.end());
@@ -169,7 +196,8 @@ int count_and_kill_leftovers(const std::string& dir) {
   return static_cast<int>(left.size());
 }
 
-Job run_job(const Options& o, const std::string& dir, const std::vector<std::string>& argv,
+// Across nodes, node 0's job is every node's part of it merged (matrix_exchange.h).
+Job run_job(const Options& o, const std::string& name, const std::string& dir, const std::vector<std::string>& argv,
             const std::map<std::string, std::string>& env = {}) {
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -181,6 +209,7 @@ Job run_job(const Options& o, const std::string& dir, const std::vector<std::str
   job.evidence.lines = watcher.finish();
   job.evidence.dir = dir;
   job.leftover = count_and_kill_leftovers(dir) + job.outcome.left_in_group;
+  merge_parts(o, name, job.outcome, job.evidence, job.leftover);
   return job;
 }
 
@@ -202,8 +231,8 @@ std::string read_bytes(const std::string& path) {
 }
 
 // Every complete checkpoint the job left verifies against the checksums in its trainer_state.json.
-std::pair<bool, std::string> check_checkpoints(const std::string& dir) {
-  const std::string experiment = dir + "/out/run";
+std::pair<bool, std::string> check_checkpoints(const std::string& saved) {
+  const std::string experiment = saved + "/run";
   std::vector<std::string> folders;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(experiment + "/checkpoints", ec)) {
@@ -314,7 +343,7 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
   }
   r.culprit_expected = substitute(spec.culprit, o);
   r.culprit_correct = r.detected && r.culprit_named == r.culprit_expected;
-  if (r.checkpoints_apply) std::tie(r.checkpoints_intact, r.checkpoints_note) = check_checkpoints(job.evidence.dir);
+  if (r.checkpoints_apply) std::tie(r.checkpoints_intact, r.checkpoints_note) = check_checkpoints(save_dir(o, job.evidence.dir));
   if (r.recovery_applies) judge_recovery(job, reference, r);
 
   std::vector<std::string> why;
@@ -334,12 +363,19 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
 
 Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
   Reference ref;
-  const std::string dir = fs::absolute(o.out_dir).string() + "/reference";
+  const std::string dir = job_dir(o, "reference");
   std::vector<std::string> names;
   for (const RowSpec& row : rows) names.push_back(row.detector);
-  const Job job = run_job(o, dir, train_argv(o, dir, {}, names, 0));
+  agree_to_run(o, "reference", "", save_dir(o, dir));
+  const Job job = run_job(o, "reference", dir, train_argv(o, dir, {}, names, 0));
   ref.seconds = job.outcome.seconds;
   ref.log = job.log;
+  if (o.node_rank != 0) {
+    const auto verdict = nlohmann::json::parse(share_verdict(o, "reference", ""));
+    ref.ok = verdict.at("ok").get<bool>();
+    ref.note = verdict.at("note").get<std::string>();
+    return ref;
+  }
   ref.curve = read_curve(dir + "/metrics.jsonl");
   ref.weights_path = dir + "/final.safetensors";
   std::vector<std::string> why;
@@ -352,6 +388,7 @@ Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
   if (job.leftover > 0) why.push_back(std::to_string(job.leftover) + " process(es) left behind");
   ref.ok = why.empty();
   ref.note = join(why, "; ");
+  share_verdict(o, "reference", nlohmann::json({{"ok", ref.ok}, {"note", ref.note}}).dump());
   return ref;
 }
 
@@ -369,16 +406,33 @@ RowResult run_row(const Options& o, const RowSpec& spec, const Reference& refere
   r.step = key_value(r.faults.front(), "step");
   r.expected_detector = spec.detector;
   r.recovery_applies = spec.recovers;
-  const std::string dir = fs::absolute(o.out_dir).string() + "/" + spec.kind;
+  const std::string dir = job_dir(o, spec.kind);
   r.checkpoints_apply = spec.job == "train";
-  const Job job = spec.job == "train" ? run_job(o, dir, train_argv(o, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0))
-                                      : run_job(o, dir, pairs_argv(o, dir), {{"DDX_FAULT", join(r.faults, ";")}});
+  const std::string refused = spec.shm_size.empty() ? "" : shm::private_dev_shm_refused();
+  if (const std::string why = agree_to_run(o, spec.kind, refused, save_dir(o, dir)); !why.empty()) {
+    r.skipped = true;
+    r.note = "needs a private /dev/shm for its job, refused here (" + why +
+             "): run the matrix as root (CAP_SYS_ADMIN); the node's own /dev/shm is never filled";
+    return r;
+  }
+  const Job job = spec.job == "train" ? run_job(o, spec.kind, dir,
+                                                train_argv(o, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0, spec.shm_size))
+                                      : run_job(o, spec.kind, dir, pairs_argv(o, dir), {{"DDX_FAULT", join(r.faults, ";")}});
   r.exit_code = job.outcome.exit_code;
   r.timed_out = job.outcome.timed_out;
   r.seconds = job.outcome.seconds;
   r.log = job.log;
   r.leftover_processes = job.leftover;
+  if (o.node_rank != 0) {  // node 0 judged every node's part
+    const auto verdict = nlohmann::json::parse(share_verdict(o, spec.kind, ""));
+    r.passed = verdict.at("passed").get<bool>();
+    r.note = verdict.at("note").get<std::string>();
+    r.table = verdict.at("table").get<std::string>();
+    return r;
+  }
   judge(job, spec, reference, o, r);
+  share_verdict(o, spec.kind, nlohmann::json({{"passed", r.passed}, {"note", r.note}, {"table", table_row(r)}})
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return r;
 }
 

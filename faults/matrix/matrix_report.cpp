@@ -39,6 +39,10 @@ std::string table_header() {
 }
 
 std::string table_row(const RowResult& r) {
+  if (r.skipped) {
+    return format(kRow, r.kind, number_or_all(r.rank), number_or_all(r.step), "-", "-", "-", "-", "-", "-", "-",
+                  "SKIPPED") + "\n    " + r.note;
+  }
   char seconds[32] = "-";
   if (r.seconds_to_diagnosis >= 0) std::snprintf(seconds, sizeof(seconds), "%.1f", r.seconds_to_diagnosis);
   const std::string culprit = !r.detected ? "-" : r.culprit_named + (r.culprit_correct ? " (yes)" : " (NO)");
@@ -51,9 +55,13 @@ std::string table_row(const RowResult& r) {
 }
 
 std::string summary_line(const std::vector<RowResult>& rows) {
-  int failed = 0;
-  for (const RowResult& r : rows) failed += !r.passed;
-  return "fault matrix: " + std::to_string(rows.size()) + " rows, " + std::to_string(failed) + " failed";
+  int failed = 0, skipped = 0;
+  for (const RowResult& r : rows) {
+    skipped += r.skipped;
+    failed += !r.passed && !r.skipped;
+  }
+  return "fault matrix: " + std::to_string(rows.size()) + " rows, " + std::to_string(failed) + " failed" +
+         (skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "");
 }
 
 void write_reports(const Options& o, const Reference& reference, const std::vector<RowResult>& rows) {
@@ -63,7 +71,7 @@ void write_reports(const Options& o, const Reference& reference, const std::vect
   std::vector<JunitCase> cases;
   std::string table = table_header() + "\n";
   for (const RowResult& r : rows) {
-    passed = passed && r.passed;
+    passed = passed && (r.passed || r.skipped);
     table += table_row(r) + "\n";
     list.push_back({{"kind", r.kind},
                     {"faults", r.faults},
@@ -87,16 +95,18 @@ void write_reports(const Options& o, const Reference& reference, const std::vect
                     {"timed_out", r.timed_out},
                     {"seconds", r.seconds},
                     {"log", r.log},
-                    {"verdict", r.passed ? "PASS" : "FAIL"},
+                    {"skipped", r.skipped},
+                    {"verdict", r.skipped ? "SKIPPED" : r.passed ? "PASS" : "FAIL"},
                     {"note", r.note}});
     const std::string name = r.kind + " (" + o.strategy + " x" + std::to_string(o.nproc) + ")";
-    cases.push_back({"ddx.faults." + r.kind, name, r.seconds, !r.passed, r.note, "log: " + r.log});
+    cases.push_back({"ddx.faults." + r.kind, name, r.seconds, !r.passed && !r.skipped, r.note, "log: " + r.log, r.skipped});
   }
   table += summary_line(rows) + (reference.ok ? "" : "; the reference run failed: " + reference.note) + "\n";
   const json doc = {{"format", "ddx-fault-matrix"},
                     {"version", 1},
                     {"strategy", o.strategy},
                     {"nproc", o.nproc},
+                    {"nnodes", o.nnodes},
                     {"model", o.model},
                     {"fault_step", o.fault_step},
                     {"ckpt_freq", o.ckpt_freq},

@@ -6,6 +6,9 @@
 // bit-identical to the clean reference; slowness stops nothing, so there is nothing to recover.
 // A slow link only lengthens collectives, which every rank of a training job waits in alike, so
 // the pairwise bandwidth probe, which times each link on its own, is the job that names it.
+// shm-full fills /dev/shm, so its job gets a private one of Docker's default size (never the
+// node's, which other jobs use); the rank's fatal-signal report names the full tmpfs, and the
+// fault's files go with the rank, so the restarted group finds the tmpfs free again.
 #include "faults/matrix/matrix.h"
 
 namespace ddx::faults::matrix {
@@ -29,6 +32,7 @@ const std::vector<RowSpec>& row_specs() {
       {"ckpt-torn",          "train", "ckpt-torn@rank=0,step={ckpt}",                         "launcher",          "rank 0",                 true},
       {"ckpt-corrupt",       "train", "ckpt-corrupt@rank=0,step={ckpt};kill@rank={rank},step={step}", "checksum",  "checkpoint step {ckpt}", true},
       {"disk-full",          "train", "disk-full@rank=0,step={ckpt}",                         "launcher",          "rank 0",                 true},
+      {"shm-full",           "train", "shm-full@rank={rank},step={step}",                     "bus-error cause",   "rank {rank}",            true, "64m"},
   };
   return rows;
 }

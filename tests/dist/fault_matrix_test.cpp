@@ -3,9 +3,16 @@
 // a kill at step 13 with checkpoints every 5 steps recovers bit-identically under every strategy.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,10 +27,14 @@ struct Matrix {
   nlohmann::json report;
 };
 
-Matrix run_matrix(const std::string& tag, std::vector<std::string> args, int timeout_s) {
+// `wrapper`: a command the matrix runs under (setpriv, to drop a capability).
+Matrix run_matrix(const std::string& tag, std::vector<std::string> args, int timeout_s,
+                  std::vector<std::string> wrapper = {}) {
   Matrix m;
   m.dir = scratch_dir("fault-matrix", tag);
-  std::vector<std::string> argv = {DDX_BIN, "fault", "matrix", "--out", m.dir + "/out"};
+  std::vector<std::string> argv = wrapper;
+  for (const char* part : {DDX_BIN, "fault", "matrix", "--out"}) argv.push_back(part);
+  argv.push_back(m.dir + "/out");
   argv.insert(argv.end(), args.begin(), args.end());
   m.result = run_in(m.dir, argv, {}, timeout_s);
   std::ifstream in(m.dir + "/out/report.json");
@@ -32,22 +43,30 @@ Matrix run_matrix(const std::string& tag, std::vector<std::string> args, int tim
   return m;
 }
 
-const nlohmann::json& row(const Matrix& m, const std::string& kind) {
+const nlohmann::json& row(const nlohmann::json& report, const std::string& kind) {
   static const nlohmann::json none;
-  for (const auto& r : m.report.at("rows")) {
+  for (const auto& r : report.at("rows")) {
     if (r.at("kind") == kind) return r;
   }
   ADD_FAILURE() << "no row " << kind;
   return none;
 }
 
+const nlohmann::json& row(const Matrix& m, const std::string& kind) { return row(m.report, kind); }
+
 TEST(FaultMatrix, EveryRowPassesOnDdp) {
   Matrix m = run_matrix("ddp", {"--row-timeout", "120"}, 560);
   ASSERT_EQ(m.result.exit_code, 0) << m.result.output;
   ASSERT_TRUE(m.report.at("passed").get<bool>()) << m.report.dump(2);
   EXPECT_TRUE(m.report.at("reference").at("ok").get<bool>());
-  // Every kind the matrix knows has a row, and each one was judged on its evidence.
+  // Every kind the matrix knows has a row, and each one was judged on its evidence. shm-full
+  // needs a private /dev/shm (root); where that is refused it is SKIPPED (the test below).
+  const bool private_shm = mount_namespace_refused().empty();
   for (const auto& r : m.report.at("rows")) {
+    if (r.at("kind") == "shm-full" && !private_shm) {
+      EXPECT_EQ(r.at("verdict"), "SKIPPED") << r.dump(2);
+      continue;
+    }
     EXPECT_EQ(r.at("verdict"), "PASS") << r.dump(2);
     EXPECT_TRUE(r.at("detected").get<bool>()) << r.dump(2);
     EXPECT_EQ(r.at("culprit_named"), r.at("culprit_expected")) << r.dump(2);
@@ -59,7 +78,15 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
   EXPECT_EQ(row(m, "kill").at("culprit_named"), "rank 3");
   EXPECT_EQ(row(m, "hang").at("expected_detector"), "watchdog+analyzer");
   EXPECT_EQ(row(m, "ckpt-corrupt").at("culprit_named"), "checkpoint step 10");
-  EXPECT_NE(m.result.output.find("fault matrix: " + std::to_string(m.report.at("rows").size()) + " rows, 0 failed: PASS"),
+  // shm-full filled a private 64 MiB /dev/shm (ddx launch --shm-size), and the rank's
+  // fatal-signal report named it; the restarted group resumed bit-identically (checked above).
+  if (private_shm) {
+    EXPECT_EQ(row(m, "shm-full").at("culprit_named"), "rank 3");
+    const std::string job = read_file(m.dir + "/out/shm-full/output.txt");
+    EXPECT_NE(job.find("ddx launch: the workers' /dev/shm is a private tmpfs of 64m"), std::string::npos) << job;
+    EXPECT_NE(job.find("(/dev/shm) with 0.0 of 64.0 MiB free: shared memory is exhausted"), std::string::npos) << job;
+  }
+  EXPECT_NE(m.result.output.find("fault matrix: " + std::to_string(m.report.at("rows").size()) + " rows, 0 failed"),
             std::string::npos)
       << m.result.output;
   const std::string junit = read_file(m.dir + "/out/junit.xml");
@@ -84,6 +111,132 @@ TEST(FaultMatrix, ADisabledDetectorFailsItsRowAndTheMatrix) {
   EXPECT_NE(read_file(m.dir + "/out/junit.xml").find("failures=\"2\""), std::string::npos);
 }
 
+// Without the capability for a mount namespace the row is SKIPPED, with why, in every report;
+// never a PASS, and never a fill of the node's own /dev/shm. Root here, so CAP_SYS_ADMIN is
+// dropped from the matrix's bounding set (setpriv), as for an unprivileged user.
+TEST(FaultMatrix, ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade) {
+  Matrix m = run_matrix("shm-full-skip", {"--kinds", "shm-full", "--row-timeout", "120"}, 300,
+                        {"/usr/bin/setpriv", "--bounding-set", "-sys_admin", "--"});
+  ASSERT_EQ(m.result.exit_code, 0) << m.result.output;
+  const auto& r = row(m, "shm-full");
+  EXPECT_EQ(r.at("verdict"), "SKIPPED") << r.dump(2);
+  EXPECT_TRUE(r.at("skipped").get<bool>()) << r.dump(2);
+  EXPECT_FALSE(r.at("detected").get<bool>()) << r.dump(2);
+  EXPECT_NE(r.at("note").get<std::string>().find("unshare(CLONE_NEWNS): Operation not permitted"), std::string::npos)
+      << r.dump(2);
+  EXPECT_FALSE(std::filesystem::exists(m.dir + "/out/shm-full")) << "the row's job ran";
+  EXPECT_NE(m.result.output.find("fault matrix: 1 rows, 0 failed, 1 skipped: PASS"), std::string::npos) << m.result.output;
+  const std::string junit = read_file(m.dir + "/out/junit.xml");
+  EXPECT_NE(junit.find("failures=\"0\" skipped=\"1\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<skipped message=\"needs a private /dev/shm"), std::string::npos) << junit;
+  EXPECT_NE(read_file(m.dir + "/out/table.txt").find("SKIPPED"), std::string::npos);
+}
+
+// --- across nodes: one matrix per "node" (2 x 2 ranks over loopback), node 0 judges ---
+
+// A port P with P + 1 free as well (the matrix's store, then its jobs' rendezvous).
+int free_port_pair() {
+  // Binds `port` (0: any) on loopback; returns the port bound, or -1; the socket stays in *fd.
+  auto bind_port = [](int port, int* fd) {
+    *fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    socklen_t len = sizeof addr;
+    if (*fd < 0 || ::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return -1;
+    }
+    return static_cast<int>(ntohs(addr.sin_port));
+  };
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int first = -1, second = -1;
+    const int port = bind_port(0, &first);
+    const bool pair = port > 0 && port < 65535 && bind_port(port + 1, &second) == port + 1;
+    for (int fd : {first, second}) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (pair) return port;
+  }
+  throw std::runtime_error("no two free ports in a row");
+}
+
+struct Nodes {
+  std::string dir;
+  RunResult node[2];
+  nlohmann::json report;  // node 0's
+};
+
+// `ddx fault matrix --nnodes 2 --node-rank I ...` for I = 0, 1 at once, as srun would start them.
+Nodes run_on_two_nodes(const std::string& tag, std::vector<std::string> args, int timeout_s) {
+  Nodes n;
+  n.dir = scratch_dir("fault-matrix", tag);
+  const std::string port = std::to_string(free_port_pair());
+  std::vector<std::unique_ptr<ChildProcess>> nodes;
+  for (int node = 0; node < 2; ++node) {
+    std::vector<std::string> argv = {DDX_BIN, "fault", "matrix", "--nnodes", "2", "--node-rank", std::to_string(node),
+                                     "--master-addr", "127.0.0.1", "--master-port", port, "-np", "2",
+                                     "--out", n.dir + "/out"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    nodes.push_back(std::make_unique<ChildProcess>(argv, std::map<std::string, std::string>{},
+                                                   n.dir + "/node" + std::to_string(node) + ".txt"));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (int node = 0; node < 2; ++node) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto status = nodes[node]->wait(std::max(left, std::chrono::milliseconds(1)));
+    n.node[node].output = nodes[node]->output();
+    if (!status) n.node[node].output += "\n[test] TIMED OUT after " + std::to_string(timeout_s) + " s";
+    if (status && WIFEXITED(*status)) n.node[node].exit_code = WEXITSTATUS(*status);
+  }
+  nodes.clear();  // kills whatever timed out, with its process group
+  std::ifstream in(n.dir + "/out/report.json");
+  if (in) n.report = nlohmann::json::parse(in);
+  EXPECT_TRUE(processes_left(n.dir).empty()) << "processes left behind by " << tag;
+  return n;
+}
+
+std::string both(const Nodes& n) { return "--- node 0 ---\n" + n.node[0].output + "\n--- node 1 ---\n" + n.node[1].output; }
+
+// The fault is on rank 3, a rank of node 1; node 0's launcher sees only the consequences. Node
+// 0 reads every node's evidence, and the restarted group resumes on both nodes bit-identically.
+TEST(FaultMatrix, TwoNodesRunTheRowsInLockStepAndNodeZeroJudges) {
+  Nodes n = run_on_two_nodes("two-nodes", {"--kinds", "kill,nan", "--row-timeout", "150"}, 500);
+  ASSERT_EQ(n.node[0].exit_code, 0) << both(n);
+  ASSERT_EQ(n.node[1].exit_code, 0) << both(n);
+  ASSERT_FALSE(n.report.is_null()) << both(n);
+  for (const std::string kind : {"kill", "nan"}) {
+    const auto& r = row(n.report, kind);
+    EXPECT_EQ(r.at("verdict"), "PASS") << r.dump(2);
+    EXPECT_EQ(r.at("culprit_named"), "rank 3") << r.dump(2);
+    EXPECT_EQ(r.at("leftover_processes"), 0) << r.dump(2);
+    EXPECT_TRUE(r.at("bit_identical").get<bool>()) << r.dump(2);
+  }
+  EXPECT_NE(n.node[0].output.find("under ddx launch -np 2 on each of 2 nodes (this is node 0, which judges)"),
+            std::string::npos) << both(n);
+  // Node 1 ran its half of every job, printed node 0's verdict, and wrote no report.
+  EXPECT_NE(n.node[1].output.find("node 1's part: exit 0"), std::string::npos) << both(n);
+  EXPECT_NE(n.node[1].output.find("fault matrix: 2 rows, 0 failed: PASS; node 0 writes the reports"), std::string::npos)
+      << both(n);
+  EXPECT_NE(read_file(n.dir + "/out/kill/node1/output.txt").find("[rank 3]:"), std::string::npos);
+}
+
+// The self-test across nodes: with --nan-check left out the nan row fails on node 0's judgement,
+// and every node exits 1.
+TEST(FaultMatrix, TwoNodesADisabledDetectorStillFailsItsRow) {
+  Nodes n = run_on_two_nodes("two-nodes-self-test", {"--kinds", "nan", "--without", "nan-check", "--row-timeout", "150"},
+                             400);
+  EXPECT_EQ(n.node[0].exit_code, 1) << both(n);
+  EXPECT_EQ(n.node[1].exit_code, 1) << both(n);
+  ASSERT_FALSE(n.report.is_null()) << both(n);
+  const auto& r = row(n.report, "nan");
+  EXPECT_EQ(r.at("verdict"), "FAIL") << r.dump(2);
+  EXPECT_NE(r.at("note").get<std::string>().find("nan-check did not fire"), std::string::npos) << r.dump(2);
+  EXPECT_NE(n.node[1].output.find("fault matrix: 1 rows, 1 failed: FAIL; node 0 writes the reports"), std::string::npos)
+      << both(n);
+}
+
 TEST(FaultMatrix, BadOptionsAreUsageErrors) {
   Matrix kind = run_matrix("bad-kind", {"--kinds", "explode"}, 60);
   EXPECT_EQ(kind.result.exit_code, 2) << kind.result.output;
@@ -95,7 +248,10 @@ TEST(FaultMatrix, BadOptionsAreUsageErrors) {
       << off.result.output;
   Matrix rank = run_matrix("bad-rank", {"--fault-rank", "4"}, 60);
   EXPECT_EQ(rank.result.exit_code, 2) << rank.result.output;
-  EXPECT_TRUE(kind.report.is_null() && off.report.is_null() && rank.report.is_null());  // nothing written
+  Matrix port = run_matrix("bad-port", {"--nnodes", "2", "--node-rank", "1"}, 60);
+  EXPECT_EQ(port.result.exit_code, 2) << port.result.output;
+  EXPECT_NE(port.result.output.find("--master-port is required with --nnodes > 1"), std::string::npos) << port.result.output;
+  EXPECT_TRUE(kind.report.is_null() && off.report.is_null() && rank.report.is_null() && port.report.is_null());
 }
 
 // --- recovery under every strategy: a kill at step 13, checkpoints every 5 steps ---

@@ -247,6 +247,21 @@ TEST_F(LaunchTest, SigtermToLauncherStopsWorkers) {
   expect_all_gone();
 }
 
+// --shm-size: the workers see a tmpfs of that size on /dev/shm; this process's /dev/shm is another.
+TEST_F(LaunchTest, ShmSizeGivesTheWorkersAPrivateDevShm) {
+  if (auto why = ddx::testing::mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: --shm-size needs a private mount namespace (root); see process_helpers.h
+  ChildProcess ddx({DDX_BIN, "launch", "--shm-size", "2m", "--", "/bin/df", "-k", "/dev/shm"}, {}, path("output.txt"));
+  auto status = ddx.wait(30s);
+  ASSERT_TRUE(status.has_value());
+  const std::string out = ddx.output();
+  EXPECT_EQ(exit_code(*status), 0) << out;
+  EXPECT_NE(out.find("ddx launch: the workers' /dev/shm is a private tmpfs of 2m"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[rank 0\]: ddx-shm +2048 )"))) << out;
+  ChildProcess here({"/bin/df", "-k", "/dev/shm"}, {}, path("here.txt"));
+  ASSERT_TRUE(here.wait(10s).has_value());
+  EXPECT_EQ(here.output().find("ddx-shm"), std::string::npos) << here.output();
+}
+
 TEST_F(LaunchTest, BadFlagsExitTwoWithOneLine) {
   struct Case {
     std::vector<std::string> argv;
@@ -262,6 +277,8 @@ TEST_F(LaunchTest, BadFlagsExitTwoWithOneLine) {
       {{"launch", "--", "/no/such/program"}, "not found"},
       {{"launch", "--", "no-such-program-in-path-xyz"}, "not found"},
       {{"launch", "--bogus-flag", "--", "/bin/true"}, "bogus"},
+      // Refused by the kernel (root: size=abc is invalid) or by the namespace (not root): one line either way.
+      {{"launch", "--shm-size", "abc", "--", "/bin/true"}, "--shm-size abc: no private /dev/shm"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {DDX_BIN};

@@ -12,8 +12,9 @@ struct JunitCase {
   std::string name;
   double seconds = 0;
   bool failed = false;
-  std::string message;    // the failure's one-line message
+  std::string message;    // the failure's (or skip's) one-line message
   std::string text;       // the failure's body (a log path, the evidence)
+  bool skipped = false;   // not run (message: why): counted apart, never as passed
 };
 
 // The whole document; escaped, ready for write_file_atomically.
