@@ -117,7 +117,7 @@ full 1	ddx fault matrix --kinds nan --without nan-check
 full 1	ddx fault matrix --kinds nan,bitflip --without nan-check,replica-check --out fm-self-test
 skip a SLURM cluster with 8 GPUs per node	srun --nodes 1 --ntasks 1 --gpus-per-node 8 --cpus-per-task 32 ddx fault matrix -np 8 --strategy fsdp --out fault-matrix-$SLURM_JOB_ID -- --device cuda
 skip a SLURM cluster with 8 GPUs per node	srun ddx fault matrix -np 8 --strategy ddp --out "fault-matrix-$SLURM_JOB_ID" -- --device cuda
-skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --ntasks-per-node 1 --gpus-per-node 8 bash -c 'ddx fault matrix --nnodes 2 --node-rank $SLURM_NODEID --master-addr $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1) --master-port 29500 -np 8 --strategy fsdp --out /shared/fault-matrix-$SLURM_JOB_ID -- --device cuda'
+skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --ntasks-per-node 1 --gpus-per-node 8 bash -c 'ddx fault matrix --nnodes 2 --node-rank $SLURM_NODEID --master-addr $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1) --master-port 29500 -np 8 --out /shared/fault-matrix-$SLURM_JOB_ID -- --device cuda'
 skip two hosts named gpu001 and gpu002 with GPUs and a shared /shared	ddx fault matrix --nnodes 2 --node-rank 1 --master-addr gpu001 --master-port 29500 -np 8 --out /shared/fault-matrix -- --device cuda
 skip setpriv drops CAP_SYS_ADMIN from root's bounding set; FaultMatrix.ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade runs it	setpriv --bounding-set -sys_admin -- ddx fault matrix --kinds shm-full --out fm2
 full	for node in 0 1; do ddx fault matrix --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port 29611 -np 2 --kinds kill,nan --out fm-nodes > node$node.txt & done; wait
