@@ -5,15 +5,23 @@
 // each rank's forwards and backwards over the step's micro-batches (-b split into
 // --microbatches, times --grad-accum) and the executor (pp_executor.h) runs them, moving
 // activations and their gradients with send/recv. The mesh is pp x dp: the ranks left over
-// form data-parallel replicas of the whole pipeline, each reading its slice of the batch.
+// form data-parallel replicas of the whole pipeline, each reading its slice of the batch, and
+// an existing data-parallel strategy holds each stage over the dp dimension:
+//   default         FSDP (fsdp_strategy.h, its units and layout unchanged): each stage's
+//                   parameters sharded over the dp group, each unit gathered before the
+//                   stage's forward and backward of every micro-batch, its gradients
+//                   accumulated over the step and reduce-scattered once, after its last backward;
+//   --dp-replicate  (or no dp dimension) the stage replicated, its gradients summed over the dp
+//                   group after the step in one flat all-reduce.
 //  - loss: every stage scales by 1 / global tokens of the step, so gradients are those of the
 //    single-device step; the last stage's loss sum is broadcast over the pipeline;
 //  - gradients: a tied embedding (GPT-2's wte, used by stage 0 and by the head) is held by the
 //    first and the last stage and its two gradients summed over the pipeline (Megatron's
-//    embedding group); then every gradient is summed over the dp group (one flat all-reduce);
-//  - clipping: the norm's squares are summed over the pipeline, a tied parameter counted once;
+//    embedding group) after the data-parallel reduction;
+//  - clipping: the norm's squares are summed over the pipeline (and FSDP's rows over dp), a
+//    tied parameter counted once;
 //  - checkpoints: sharded, each rank writing its stages' parameters (rows split over the dp
-//    replicas) as pieces of the full tensors (fsdp_checkpoint.h), so a pipeline checkpoint
+//    ranks) as pieces of the full tensors (fsdp_checkpoint.h), so a pipeline checkpoint
 //    loads under any strategy and any checkpoint loads here, each rank reading its stages'.
 #include <map>
 #include <memory>
@@ -21,31 +29,46 @@
 #include <string>
 #include <vector>
 
+#include "train/fsdp_strategy.h"
 #include "train/pp_executor.h"
-#include "train/replicated_strategy.h"
+#include "train/state_files.h"
 
 namespace ddx::train {
 
-class PpStrategy : public ReplicatedStrategy {
+// What the pipeline adds to the strategy holding the data-parallel dimension: the pp x dp mesh,
+// the cut into stages, the executor and its measurements, and the full parameters.
+class Pipeline {
  public:
-  void setup(const StrategyContext& context) override;
-  int dp_rank() const override;
-  int dp_size() const override;
-  Group* dp_group() override { return dp_; }
-  double run_batch(const std::vector<MicroBatch>& micro, double loss_scale, PhaseTimes& times) override;
-  double forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro, PhaseTimes& times) override;
-  double finish_gradients() override;
-  NamedTensors full_parameters() override;
-  void save_state(const std::string& dir) override;
-  void load_state(const std::string& dir) override;
-  std::map<std::string, double> step_stats() const override { return stats_; }
+  // Checks the layout (one-line UsageErrors), makes the mesh and cuts the blocks into stages.
+  void plan(const StrategyContext& c);
+  // Starts the executor: `runner` runs this rank's stages of `model`.
+  void start(models::CausalLM& model, StageRunner& runner, torch::Device device, torch::Dtype activations);
 
- protected:
-  double grad_norm_sq() const override;
+  Group& pp() const { return *pp_; }
+  Group& dp() const { return *dp_; }
+  int dp_rank() const { return dp_rank_; }
+  int dp_size() const { return dp_->size(); }
+  const StageSplit& split() const { return split_; }
+  int stages() const { return split_.stages(); }
+  // This rank's stages, in order.
+  std::vector<int> my_stages() const;
+  // Whether this rank's stages use parameter `name` (a tied one: the first and the last stage);
+  // whether this rank counts and writes it (a tied one: the first stage's rank only).
+  bool holds(const std::string& name) const;
+  bool owns(const std::string& name) const { return owner_.at(name) == pp_->rank(); }
+  const std::set<std::string>& tied() const { return tied_; }
+  const ParameterShapes& full_shapes() const { return full_shapes_; }
+  // Which model pieces this rank's stages hold, for FSDP's units.
+  FsdpPieces pieces() const;
+
+  // The step: micro-batches through the schedule; returns the loss sum (as Strategy::run_batch).
+  double run_batch(const std::vector<MicroBatch>& micro, double loss_scale, PhaseTimes& times);
+  const std::map<std::string, double>& stats() const { return stats_; }
+  // Every parameter, float32 on CPU, broadcast over the pipeline from the rank that owns it;
+  // `held`: this rank's (at least those it owns).
+  NamedTensors full_parameters(const std::map<std::string, torch::Tensor>& held, torch::Device device);
 
  private:
-  // The full parameter `name`, broadcast over the pipeline from the rank that holds it.
-  torch::Tensor from_owner(const std::string& name, const std::vector<int64_t>& shape);
   // Splits each of the step's batches into --microbatches pipeline micro-batches.
   std::vector<MicroBatch> pipeline_microbatches(const std::vector<MicroBatch>& micro) const;
   // Bubble of the last step (metrics) and, with --pp-trace, its timeline.
@@ -54,12 +77,15 @@ class PpStrategy : public ReplicatedStrategy {
   Group* pp_ = nullptr;
   Group* dp_ = nullptr;
   int dp_rank_ = 0;
+  int num_layers_ = 0;
+  int virtual_stages_ = 1;
+  const ScheduleKind* kind_ = nullptr;
+  StageSplit split_;
   std::unique_ptr<PipelineExecutor> executor_;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> full_shapes_;  // every parameter, module order
+  ParameterShapes full_shapes_;        // every parameter, module order
   std::map<std::string, int> owner_;   // pipeline rank that holds (for a tied one: writes) each parameter
   std::set<std::string> tied_;         // held by the first and the last stage
   int64_t microbatches_ = 1;
-  const models::ModelConfig* config_ = nullptr;
   std::string trace_path_;
   std::vector<std::vector<PipeEvent>> trace_;  // rank 0: every pipeline rank's events, steps appended
   int traced_steps_ = 0;
@@ -67,5 +93,9 @@ class PpStrategy : public ReplicatedStrategy {
   double bubble_sum_ = 0;    // measured bubbles of the traced steps
   std::map<std::string, double> stats_;
 };
+
+// `--strategy pp`: over FSDP on the data-parallel dimension unless --dp-replicate (or the world
+// leaves none).
+std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options);
 
 }  // namespace ddx::train
