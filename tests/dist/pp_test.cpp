@@ -32,10 +32,11 @@ class PpTest : public TrainTest {
   }
   // The single-device run (global batch 4) resumed from `step3`, a step-3 checkpoint of run
   // `straight` (6 steps), continues its curve within the parity tolerance.
-  void expect_single_device_continues(const std::string& straight, const fs::path& step3) {
+  void expect_single_device_continues(const std::string& straight, const fs::path& step3,
+                                      const std::string& model = "debug-pp") {
     fs::create_directories(dir_ / "out" / "to_single" / "checkpoints");
     fs::copy(step3, dir_ / "out" / "to_single" / "checkpoints" / "step_000000003", fs::copy_options::recursive);
-    auto on_single = train(0, "on_single", {"-m", "debug-pp", "-b", "4", "-e", "to_single", "--max-steps", "6",
+    auto on_single = train(0, "on_single", {"-m", model, "-b", "4", "-e", "to_single", "--max-steps", "6",
                                             "--final-weights", weights("on_single")});
     ASSERT_EQ(on_single.exit_code, 0) << on_single.output;
     EXPECT_NE(on_single.output.find("resuming from"), std::string::npos) << on_single.output;
@@ -216,6 +217,44 @@ TEST_F(PpTest, FsdpCheckpointsResumeAndLoadOnOneRank) {
   expect_single_device_continues("straight", step3);
 }
 
+// 3D: each stage's blocks split by TP over 2 consecutive ranks (debug-tp: 4 heads, vocabulary
+// 1001 split 501 + 500, 2 blocks, so one block per stage), at 4 ranks pp 2 x tp 2 and at 8
+// ranks pp 2 x FSDP 2 x tp 2, against the single-device run; the TP regions' all-reduces on
+// the tp dimension; the checkpoint resumed bit-identically and loaded on one rank.
+TEST_F(PpTest, TensorParallelStagesMatchSingleDevice) {
+  auto run_on = [&](int ranks, const std::string& name, std::vector<std::string> flags) {
+    std::vector<std::string> all = {"-m", "debug-tp", "--max-steps", "8", "--final-weights", weights(name)};
+    all.insert(all.end(), flags.begin(), flags.end());
+    return train(ranks, name, all);
+  };
+  ASSERT_EQ(run_on(0, "single", {"-b", "8"}).exit_code, 0);
+  const std::vector<std::string> pp_tp = {"--strategy", "pp", "--pp", "2", "--tp", "2", "--microbatches", "2"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<std::pair<int, std::pair<std::string, std::vector<std::string>>>> runs = {
+      {4, {"tp_1f1b", with(pp_tp, {"-b", "8"})}},
+      {4, {"tp_gpipe", with(pp_tp, {"-b", "8", "--pp-schedule", "gpipe"})}},
+      {8, {"tp_fsdp", with(pp_tp, {"-b", "4"})}},
+  };
+  for (const auto& [ranks, run] : runs) {
+    auto r = run_on(ranks, run.first, run.second);
+    ASSERT_EQ(r.exit_code, 0) << run.first << "\n" << r.output;
+    expect_same_run("single", run.first, 1e-5);
+    expect_same_norms("single", run.first);
+  }
+  // Stage 0 (the embedding and block 0): the vocab-parallel embedding's all-reduce and the
+  // block's two per micro-batch in forward, two more in backward.
+  const nlohmann::json tp = records("tp_1f1b").back().at("comm").at("tp");
+  EXPECT_EQ(tp.at("all_reduce").at("calls").get<int64_t>(), 2 * (1 + 2 + 2)) << tp.dump();
+  EXPECT_TRUE(records("tp_fsdp").back().at("comm").at("dp").contains("reduce_scatter"));
+
+  const std::vector<std::string> common = with(pp_tp, {"-m", "debug-tp", "-b", "4", "--ckpt-freq", "3"});
+  ASSERT_NO_FATAL_FAILURE(expect_resume_is_bit_identical(4, common, "ck"));
+  expect_single_device_continues("straight", dir_ / "out" / "ck" / "checkpoints" / "step_000000003", "debug-tp");
+}
+
 TEST_F(PpTest, TracePictureAndBubbleMetrics) {
   const std::string svg = (dir_ / "pipe.svg").string();
   auto r = train(2, "traced", {"--strategy", "pp", "-m", "debug-pp", "-b", "8", "--microbatches", "4", "--max-steps", "3",
@@ -309,6 +348,16 @@ TEST_F(PpTest, BadLayoutsFailWithOneLine) {
                               "leaves none"),
             std::string::npos)
       << no_dp.output;
+  // 3D layouts.
+  auto tp_odd = train(4, "tp_odd", {"--strategy", "pp", "--pp", "2", "--tp", "3", "-m", "debug-tp", "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(tp_odd)) << tp_odd.output;
+  EXPECT_NE(tp_odd.output.find("--pp 2 x --tp 3 = 6 does not divide the world size 4"), std::string::npos) << tp_odd.output;
+  auto heads = train(4, "heads", {"--strategy", "pp", "--pp", "2", "--tp", "2", "-m", "debug-pp", "--max-steps", "1"});
+  EXPECT_TRUE(usage_failure(heads)) << heads.output;
+  EXPECT_NE(heads.output.find("--tp 2 does not divide the 5 query heads of model debug-pp"), std::string::npos)
+      << heads.output;
+  one_line(train(0, "sp", {"--strategy", "pp", "--sequence-parallel"}),
+           "--sequence-parallel applies to --strategy tp or 2d, not pp");
   auto dp_odd = train(4, "dp_odd", {"--strategy", "pp", "--pp", "3", "-m", "debug-pp", "--max-steps", "1"});
   EXPECT_TRUE(usage_failure(dp_odd)) << dp_odd.output;
   EXPECT_NE(dp_odd.output.find("--pp 3 does not divide the world size 4"), std::string::npos) << dp_odd.output;

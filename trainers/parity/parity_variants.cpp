@@ -45,6 +45,8 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "pp", "--pp", "2", "--microbatches", "2", "--dp-replicate"}, 1, true, "debug-pp", 2},
       {"pp-fsdp", "pipeline of 2 (1F1B, 4 micro-batches) x FSDP over the remaining ranks (world 4: 2 x 2)",
        {"--strategy", "pp", "--pp", "2", "--microbatches", "4"}, 1, true, "debug-pp", 2, 2},
+      {"pp-tp", "3D: pipeline of 2 (1F1B, 2 micro-batches) x tensor parallel over 2 consecutive ranks (debug-tp model)",
+       {"--strategy", "pp", "--pp", "2", "--tp", "2", "--microbatches", "2"}, 1, true, "debug-tp", 4},
   };
   return variants;
 }

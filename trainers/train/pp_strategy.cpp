@@ -10,21 +10,28 @@
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
+#include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/pp_trace.h"
 #include "train/replicated_strategy.h"
+#include "train/test_breaks.h"
 #include "train/tp_state.h"
 
 namespace ddx::train {
 namespace {
 
 // One-line errors for layouts the world or the model cannot take.
-void check_layout(const StrategyContext& c, int pp, const ScheduleKind& kind) {
+void check_layout(const StrategyContext& c, int pp, int tp, const ScheduleKind& kind) {
   const auto& o = c.options;
   const std::string n = std::to_string(pp);
   if (c.world.size() % pp != 0) {
     throw UsageError("--pp " + n + " does not divide the world size " + std::to_string(c.world.size()));
   }
+  if (c.world.size() % (pp * tp) != 0) {
+    throw UsageError("--pp " + n + " x --tp " + std::to_string(tp) + " = " + std::to_string(pp * tp) +
+                     " does not divide the world size " + std::to_string(c.world.size()));
+  }
+  if (tp > 1) check_tp_fits_model(c, tp);
   const int64_t stages = pp * o.pp_virtual_stages;
   if (stages > c.model.num_layers) {
     throw UsageError((o.pp_virtual_stages > 1 ? "--pp " + n + " x --pp-virtual-stages " +
@@ -44,12 +51,17 @@ void check_layout(const StrategyContext& c, int pp, const ScheduleKind& kind) {
 
 void Pipeline::plan(const StrategyContext& c) {
   const TrainOptions& o = c.options;
-  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : c.world.size();
+  const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
+  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, c.world.size() / tp);
   kind_ = &find_schedule(o.pp_schedule);
-  check_layout(c, pp, *kind_);
-  DeviceMesh& mesh = c.world.mesh({{"pp", pp}, {"dp", c.world.size() / pp}});
+  check_layout(c, pp, tp, *kind_);
+  // TP innermost (consecutive ranks, inside a node), the pipeline outermost, as Megatron lays
+  // out 3D.
+  const int dp = c.world.size() / (pp * tp);
+  DeviceMesh& mesh = tp > 1 ? c.world.mesh({{"pp", pp}, {"dp", dp}, {"tp", tp}}) : c.world.mesh({{"pp", pp}, {"dp", dp}});
   pp_ = &mesh.group("pp");
   dp_ = &mesh.group("dp");
+  if (tp > 1) tp_ = &mesh.group("tp");
   dp_rank_ = mesh.coordinate("dp");
   microbatches_ = o.microbatches;
   trace_path_ = o.pp_trace;
@@ -101,6 +113,12 @@ void Pipeline::plan(const StrategyContext& c) {
     log::info("pipeline: ", mesh.describe(), "; ", stages, " stages (blocks ", split_.describe(), "), --pp-schedule ",
               kind_->name, ", ", o.microbatches * o.grad_accum, " micro-batches per step");
   }
+}
+
+models::TensorParallel Pipeline::tensor_parallel() const {
+  models::TensorParallel split{tp_, false};
+  split.test_skip_input_reduce = tp_ != nullptr && test_breaks().tp_no_input_reduce;
+  return split;
 }
 
 void Pipeline::start(models::CausalLM& model, StageRunner& runner, torch::Device device, torch::Dtype activations) {
@@ -242,9 +260,11 @@ class PpStrategy : public ReplicatedStrategy {
   void setup(const StrategyContext& c) override {
     pipeline_.plan(c);
     config_ = &c.model;
-    build(c, {});
+    build(c, pipeline_.tensor_parallel());
+    shards_ = models::parameter_shards(*model_);
     NamedTensors held;
     for (auto& [name, p] : parameters_) {
+      if (pipeline_.tied().count(name)) tied_shapes_[name] = p.sizes().vec();  // this rank's slice
       if (pipeline_.holds(name)) {
         held.emplace_back(name, p);
       } else {
@@ -278,14 +298,8 @@ class PpStrategy : public ReplicatedStrategy {
       // A tied parameter's gradient has a part from stage 0 and one from the head: sum them
       // (ranks between hold neither and add zeros).
       for (const std::string& name : pipeline_.tied()) {
-        torch::Tensor g;
-        if (grads.count(name)) {
-          g = *grads[name];
-        } else {
-          const auto& shapes = pipeline_.full_shapes();
-          const auto& shape = std::find_if(shapes.begin(), shapes.end(), [&](const auto& e) { return e.first == name; })->second;
-          g = torch::zeros(shape, model_->named_parameters()[name].options());
-        }
+        torch::Tensor g = grads.count(name) ? *grads[name]
+                                            : torch::zeros(tied_shapes_.at(name), model_->named_parameters()[name].options());
         all_reduce(pp, g).wait();
       }
     }
@@ -305,18 +319,18 @@ class PpStrategy : public ReplicatedStrategy {
   }
 
   NamedTensors full_parameters() override {
-    std::map<std::string, torch::Tensor> held(parameters_.begin(), parameters_.end());
-    return pipeline_.full_parameters(held, device_);
+    const NamedTensors whole = pipeline_.tp() ? full_tp_parameters(*pipeline_.tp(), shards_, parameters_) : parameters_;
+    return pipeline_.full_parameters(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), device_);
   }
 
   void save_state(const std::string& dir) override {
-    // Each stage's parameters, their rows split over the stage's data-parallel replicas, so
-    // every rank writes its own slice and nothing is gathered; a tied parameter by the stage
-    // that owns it.
+    // Each stage's parameters (or TP slices), their rows split over the stage's data-parallel
+    // replicas, so every rank writes its own slice and nothing is gathered; a tied parameter
+    // by the stage that owns it, a replicated one by TP rank 0.
     TpCheckpointWriter writer;
     const int64_t d = pipeline_.dp().rank(), replicas = pipeline_.dp().size();
     for (const auto& [name, p] : parameters_) {
-      if (!pipeline_.owns(name)) continue;
+      if (!pipeline_.owns(name) || (!shards_.count(name) && pipeline_.tp_rank() != 0)) continue;
       const int64_t rows = p.size(0), begin = rows * d / replicas, end = rows * (d + 1) / replicas;
       std::optional<AdamWState> part;
       auto s = optimizer_->state().find(name);
@@ -324,43 +338,44 @@ class PpStrategy : public ReplicatedStrategy {
         part = AdamWState{s->second.step, s->second.exp_avg.narrow(0, begin, end - begin),
                           s->second.exp_avg_sq.narrow(0, begin, end - begin)};
       }
-      writer.add({}, name, p.sizes().vec(), begin, end, p.detach().narrow(0, begin, end - begin),
+      writer.add(shards_, name, p.sizes().vec(), begin, end, p.detach().narrow(0, begin, end - begin),
                  part ? &*part : nullptr);
     }
     writer.write(dir, world_->world(), pipeline_.full_shapes(), *config_);
   }
 
   void load_state(const std::string& dir) override {
-    // Any checkpoint (single-device format or shards): each rank reads its stages' tensors.
+    // Any checkpoint (single-device format or shards): each rank reads its stages' tensors
+    // (its TP slices of them).
     auto reader = CheckpointRows::open(dir, pipeline_.full_shapes());
     std::map<std::string, AdamWState> state;
     torch::NoGradGuard no_grad;
     for (auto& [name, p] : parameters_) {
-      p.detach().copy_(reader->rows(name, 0, p.size(0)));
-      if (auto s = reader->optimizer_rows(name, 0, p.size(0), p)) state[name] = std::move(*s);
+      LocalRows read = read_tp_rows(*reader, name, shards_, 0, p.size(0), p);
+      p.detach().copy_(read.values);
+      if (read.state) state[name] = std::move(*read.state);
     }
     optimizer_->state() = std::move(state);
   }
 
  protected:
   double grad_norm_sq() const override {
-    // Stages hold disjoint parameters except a tied one, which its owner counts; the dp
-    // replicas hold the same gradients after the all-reduce.
-    double local = 0;
+    // Stages hold disjoint parameters except a tied one, which its owner counts, and TP slices
+    // are disjoint (a replicated parameter counted by TP rank 0); the dp replicas hold the same
+    // gradients after the all-reduce, so only dp rank 0's are counted.
+    std::vector<std::pair<std::string, torch::Tensor>> grads;
     for (const auto& [name, p] : parameters_) {
-      if (!p.grad().defined() || !pipeline_.owns(name)) continue;
-      const double n = torch::linalg_vector_norm(p.grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
-      local += n * n;
+      if (pipeline_.owns(name) && pipeline_.dp_rank() == 0) grads.emplace_back(name, p.grad());
     }
-    auto total = torch::tensor({local}, torch::kFloat64);
-    all_reduce(pipeline_.pp(), total).wait();
-    return total.item<double>();
+    return sharded_grad_norm_sq(grads, shards_, pipeline_.tp_rank(), world_->world());
   }
 
  private:
   Pipeline pipeline_;
   std::unique_ptr<StageRunner> runner_;
   const models::ModelConfig* config_ = nullptr;
+  models::ParameterShards shards_;  // TP-split parameters (none without --tp)
+  std::map<std::string, std::vector<int64_t>> tied_shapes_;  // this rank's slice of each tied parameter
 };
 
 // Each stage sharded over the dp group by FSDP: this rank's units are its stages' (root,
@@ -372,14 +387,15 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
   void setup(const StrategyContext& c) override {
     pipeline_.plan(c);
     world_ = &c.world.world();
-    setup_on(c, pipeline_.dp(), {}, pipeline_.pieces());
+    setup_on(c, pipeline_.dp(), pipeline_.tensor_parallel(), pipeline_.pieces());
+    shards_ = models::parameter_shards(*model_);
     for (int stage : pipeline_.my_stages()) stage_units_[stage] = units_of(stage);
     if (root_ < 0 && !pipeline_.tied().empty()) {
       // A middle stage adds zeros to the tied gradients' sum over the pipeline: the size of
       // the root unit's shard on the first and last stage.
-      ParameterShapes tied;
-      for (const auto& entry : pipeline_.full_shapes()) {
-        if (pipeline_.tied().count(entry.first)) tied.push_back(entry);
+      ParameterShapes tied;  // this rank's TP slices of them (the skeleton's shapes)
+      for (const auto& item : model_->named_parameters()) {
+        if (pipeline_.tied().count(item.key())) tied.emplace_back(item.key(), item.value().sizes().vec());
       }
       tied_zeros_ = torch::zeros({make_unit_layout("root", tied, pipeline_.dp().size()).shard_numel},
                                  torch::TensorOptions().dtype(c.dtype).device(c.options.cpu_offload ? torch::kCPU : c.device));
@@ -410,29 +426,35 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
     return waited + seconds_since(t0);
   }
 
-  NamedTensors full_parameters() override { return pipeline_.full_parameters(gather_units(), torch::kCPU); }
-
-  // Each rank's FSDP rows of its stages' parameters; a tied one by the first stage's ranks.
-  void save_state(const std::string& dir) override {
-    save_blocks(dir, *world_, pipeline_.full_shapes(), {}, [&](const std::string& name) { return pipeline_.owns(name); });
+  NamedTensors full_parameters() override {
+    std::map<std::string, torch::Tensor> slices = gather_units();
+    if (!pipeline_.tp()) return pipeline_.full_parameters(slices, torch::kCPU);
+    const NamedTensors whole = full_tp_parameters(*pipeline_.tp(), shards_, NamedTensors(slices.begin(), slices.end()));
+    return pipeline_.full_parameters(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), torch::kCPU);
   }
-  void load_state(const std::string& dir) override { load_blocks(dir, pipeline_.full_shapes(), {}); }
+
+  // Each rank's FSDP rows of its stages' parameters (or TP slices); a tied one by the first
+  // stage's ranks, a replicated one by TP rank 0.
+  void save_state(const std::string& dir) override {
+    save_blocks(dir, *world_, pipeline_.full_shapes(), shards_, [&](const std::string& name) {
+      return pipeline_.owns(name) && (shards_.count(name) || pipeline_.tp_rank() == 0);
+    });
+  }
+  void load_state(const std::string& dir) override { load_blocks(dir, pipeline_.full_shapes(), shards_); }
 
  protected:
   double grad_norm_sq() override {
-    // FSDP rows over dp and stages over pp are disjoint: the squares add over the world, the
-    // tied rows counted by the first stage only.
-    const bool count_root = pipeline_.tied().empty() || pipeline_.owns(*pipeline_.tied().begin());
-    double local = 0;
-    for (size_t u = 0; u < units_.size(); ++u) {
-      const torch::Tensor& g = units_[u]->flat_shard_grad();
-      if (!g.defined() || (static_cast<int>(u) == root_ && !count_root)) continue;
-      const double n = torch::linalg_vector_norm(g, 2, c10::nullopt, false, torch::kFloat32).item<double>();
-      local += n * n;
+    // FSDP rows over dp, TP slices over tp and stages over pp are disjoint: the squares add
+    // over the world, a tied parameter's counted by the first stage only, a replicated one's
+    // by TP rank 0.
+    std::vector<std::pair<std::string, torch::Tensor>> grads;
+    for (const auto& unit : units_) {
+      for (size_t i = 0; i < unit->layout().parameters.size(); ++i) {
+        const std::string& name = unit->layout().parameters[i].name;
+        if (pipeline_.owns(name)) grads.emplace_back(name, unit->owned_grad_rows(i));
+      }
     }
-    auto total = torch::tensor({local}, torch::kFloat64);
-    all_reduce(*world_, total).wait();
-    return total.item<double>();
+    return sharded_grad_norm_sq(grads, shards_, pipeline_.tp_rank(), *world_);
   }
 
  private:
@@ -483,6 +505,7 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
 
   Pipeline pipeline_;
   Group* world_ = nullptr;
+  models::ParameterShards shards_;               // TP-split parameters (none without --tp)
   std::map<int, std::vector<int>> stage_units_;  // this rank's stages: their units
   std::vector<int> backwards_left_;              // per unit, this step
   torch::Tensor tied_zeros_;
@@ -506,13 +529,15 @@ std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o) {
   // The world size decides whether there is a data-parallel dimension to shard over; the
   // trainer reads it from the same environment after this.
   const int world = resolve_rendezvous(current_env()).world_size;
-  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : world;
-  if (pp > world || world % pp != 0) return std::make_unique<PpStrategy>();  // its setup names the layout error
-  if (world / pp > 1) return std::make_unique<PpFsdpStrategy>();
+  const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
+  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, world / tp);
+  if (pp < 1 || pp * tp > world || world % (pp * tp) != 0) return std::make_unique<PpStrategy>();  // setup names the error
+  if (world / (pp * tp) > 1) return std::make_unique<PpFsdpStrategy>();
   const std::string flag = fsdp_flag_given(o);
   if (!flag.empty()) {
-    throw UsageError(flag + " tunes FSDP on the data-parallel ranks, but --pp " + std::to_string(pp) + " on " +
-                     std::to_string(world) + " ranks leaves none");
+    throw UsageError(flag + " tunes FSDP on the data-parallel ranks, but --pp " + std::to_string(pp) +
+                     (tp > 1 ? " x --tp " + std::to_string(tp) : "") + " on " + std::to_string(world) +
+                     " ranks leaves none");
   }
   return std::make_unique<PpStrategy>();
 }

@@ -4,9 +4,11 @@
 // stage 0 and the final norm, head and loss on the last; a schedule (pp_schedule.h) orders
 // each rank's forwards and backwards over the step's micro-batches (-b split into
 // --microbatches, times --grad-accum) and the executor (pp_executor.h) runs them, moving
-// activations and their gradients with send/recv. The mesh is pp x dp: the ranks left over
-// form data-parallel replicas of the whole pipeline, each reading its slice of the batch, and
-// an existing data-parallel strategy holds each stage over the dp dimension:
+// activations and their gradients with send/recv. The mesh is pp x dp (x tp with --tp M: 3D,
+// each stage's blocks split over M consecutive ranks by the parallel layers, exactly as under
+// --strategy tp and 2d; the TP ranks of a stage read the same batch). The ranks left over form
+// data-parallel replicas of the whole pipeline, each reading its slice of the batch, and an
+// existing data-parallel strategy holds each stage (or its TP slices) over the dp dimension:
 //   default         FSDP (fsdp_strategy.h, its units and layout unchanged): each stage's
 //                   parameters sharded over the dp group, each unit gathered before the
 //                   stage's forward and backward of every micro-batch, its gradients
@@ -46,6 +48,11 @@ class Pipeline {
 
   Group& pp() const { return *pp_; }
   Group& dp() const { return *dp_; }
+  // The TP group of this rank's stage slices (nullptr without --tp), and the split the model is
+  // built with.
+  Group* tp() const { return tp_; }
+  int tp_rank() const { return tp_ ? tp_->rank() : 0; }
+  models::TensorParallel tensor_parallel() const;
   int dp_rank() const { return dp_rank_; }
   int dp_size() const { return dp_->size(); }
   const StageSplit& split() const { return split_; }
@@ -65,7 +72,7 @@ class Pipeline {
   double run_batch(const std::vector<MicroBatch>& micro, double loss_scale, PhaseTimes& times);
   const std::map<std::string, double>& stats() const { return stats_; }
   // Every parameter, float32 on CPU, broadcast over the pipeline from the rank that owns it;
-  // `held`: this rank's (at least those it owns).
+  // `held`: this rank's (at least those it owns), whole (TP slices already assembled).
   NamedTensors full_parameters(const std::map<std::string, torch::Tensor>& held, torch::Device device);
 
  private:
@@ -76,13 +83,14 @@ class Pipeline {
 
   Group* pp_ = nullptr;
   Group* dp_ = nullptr;
+  Group* tp_ = nullptr;
   int dp_rank_ = 0;
   int num_layers_ = 0;
   int virtual_stages_ = 1;
   const ScheduleKind* kind_ = nullptr;
   StageSplit split_;
   std::unique_ptr<PipelineExecutor> executor_;
-  ParameterShapes full_shapes_;        // every parameter, module order
+  ParameterShapes full_shapes_;        // every parameter (whole, not TP slices), module order
   std::map<std::string, int> owner_;   // pipeline rank that holds (for a tied one: writes) each parameter
   std::set<std::string> tied_;         // held by the first and the last stage
   int64_t microbatches_ = 1;

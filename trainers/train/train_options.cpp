@@ -113,7 +113,7 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
   auto* tp = "Tensor parallel (tp)";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks)")
+  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks; pp: per stage, default 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
   cmd.add_flag("--sequence-parallel", o.sequence_parallel,
                "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
@@ -159,7 +159,7 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--mp-reduce-dtype", {"fsdp", "2d", "pp"}},
       {"--cpu-offload", {"fsdp", "2d", "pp"}},
       {"--checkpoint-activations", {"fsdp", "2d", "pp"}},
-      {"--tp", {"tp", "2d"}},
+      {"--tp", {"tp", "2d", "pp"}},
       {"--sequence-parallel", {"tp", "2d"}},
       {"--dp-replicate", {"2d", "pp"}},
       {"--pp", {"pp"}},
