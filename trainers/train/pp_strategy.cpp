@@ -253,8 +253,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Each stage replicated over the dp group (--dp-replicate, or no data parallelism): the whole
-// model is built (layout-independent init, or --init-from) and every parameter no stage of
-// this rank uses is released.
+// model (this rank's TP slices of it under --tp) is built (layout-independent init, or
+// --init-from) and every parameter no stage of this rank uses is released.
 class PpStrategy : public ReplicatedStrategy {
  public:
   void setup(const StrategyContext& c) override {
@@ -344,18 +344,10 @@ class PpStrategy : public ReplicatedStrategy {
     writer.write(dir, world_->world(), pipeline_.full_shapes(), *config_);
   }
 
+  // Any checkpoint (single-device format or shards): each rank reads its stages' tensors (its
+  // TP slices of them).
   void load_state(const std::string& dir) override {
-    // Any checkpoint (single-device format or shards): each rank reads its stages' tensors
-    // (its TP slices of them).
-    auto reader = CheckpointRows::open(dir, pipeline_.full_shapes());
-    std::map<std::string, AdamWState> state;
-    torch::NoGradGuard no_grad;
-    for (auto& [name, p] : parameters_) {
-      LocalRows read = read_tp_rows(*reader, name, shards_, 0, p.size(0), p);
-      p.detach().copy_(read.values);
-      if (read.state) state[name] = std::move(*read.state);
-    }
-    optimizer_->state() = std::move(state);
+    load_tp_checkpoint(dir, shards_, parameters_, optimizer_->state(), pipeline_.full_shapes());
   }
 
  protected:
