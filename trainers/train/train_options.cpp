@@ -121,7 +121,7 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--dp-replicate", o.dp_replicate,
                "2d, pp: replicate each TP slice (DDP) or pipeline stage over the data-parallel ranks instead of sharding it (FSDP)")->group(tp);
   auto* pp = "Pipeline parallel (pp)";
-  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size); FSDP shards each stage over the rest (--dp-replicate: replicas)")
+  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size / --tp); FSDP shards each stage over the rest (--dp-replicate: replicas)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(pp);
   cmd.add_option("--pp-split", o.pp_split,
                  "First block of every stage after the first, e.g. 2,5 (default: balanced by parameter count)")
