@@ -209,7 +209,7 @@ void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
 namespace {
 
 // What the pipeline flags can be checked for before any rank starts; the world- and
-// model-dependent checks (--pp divides the world, stages fit the blocks) are pp_strategy.cpp's.
+// model-dependent checks (--pp divides the world, stages fit the blocks) are pp_pipeline.cpp's.
 void validate_pipeline_flags(const TrainOptions& o) {
   if (o.strategy != "pp") return;
   const ScheduleKind& kind = find_schedule(o.pp_schedule);
