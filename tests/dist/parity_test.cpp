@@ -63,8 +63,8 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
       EXPECT_EQ((*r)["steps"].get<int>(), 20);
     }
   }
-  // 2D needs two ranks on each mesh dimension: 4 ranks as 2 x 2, no run at 2.
-  for (const char* name : {"2d", "2d-sp", "2d-replicate"}) {
+  // 2D, pp x FSDP and pp x TP need two ranks on each mesh dimension: 4 ranks as 2 x 2, no run at 2.
+  for (const char* name : {"2d", "2d-sp", "2d-replicate", "pp-fsdp", "pp-tp"}) {
     const auto* r = find_run(o.report, name, 4);
     ASSERT_NE(r, nullptr) << name;
     EXPECT_EQ((*r)["verdict"], "PASS") << r->dump();

@@ -74,9 +74,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"train", "--verify-init", "--strategy", "fsdp"},
              "ddx: error: --verify-init applies to --strategy ddp, not fsdp"},
         Case{{"train", "--no-reshard-after-forward", "--strategy", "ddp"},
-             "ddx: error: --no-reshard-after-forward applies to --strategy fsdp or 2d, not ddp"},
+             "ddx: error: --no-reshard-after-forward applies to --strategy fsdp or 2d or pp, not ddp"},
         Case{{"train", "--prefetch", "1", "--strategy", "ddp"},
-             "ddx: error: --prefetch applies to --strategy fsdp or 2d, not ddp"},
+             "ddx: error: --prefetch applies to --strategy fsdp or 2d or pp, not ddp"},
         // 2d tunes its FSDP with FSDP's flags; with --dp-replicate there is no FSDP to tune.
         Case{{"train", "--strategy", "2d", "--tp", "2", "--dp-replicate", "--prefetch", "2"},
              "ddx: error: --prefetch tunes FSDP, but --strategy 2d --dp-replicate replicates the TP slices with DDP"},

@@ -41,8 +41,12 @@ const std::vector<Variant>& registered_variants() {
       {"pp-interleaved", "pipeline over every rank, interleaved 1F1B with 2 stages per rank, 4 micro-batches",
        {"--strategy", "pp", "--pp-schedule", "interleaved-1f1b", "--pp-virtual-stages", "2", "--microbatches", "4"},
        1, false, "debug-pp"},
-      {"pp-dp", "pipeline of 2 (1F1B, 2 micro-batches) x data parallel over the remaining ranks",
-       {"--strategy", "pp", "--pp", "2", "--microbatches", "2"}, 1, true, "debug-pp", 2},
+      {"pp-dp", "pipeline of 2 (1F1B, 2 micro-batches) x replicas over the remaining ranks (--dp-replicate)",
+       {"--strategy", "pp", "--pp", "2", "--microbatches", "2", "--dp-replicate"}, 1, true, "debug-pp", 2},
+      {"pp-fsdp", "pipeline of 2 (1F1B, 4 micro-batches) x FSDP over the remaining ranks (world 4: 2 x 2)",
+       {"--strategy", "pp", "--pp", "2", "--microbatches", "4"}, 1, true, "debug-pp", 2, 2},
+      {"pp-tp", "3D: pipeline of 2 (1F1B, 2 micro-batches) x tensor parallel over 2 consecutive ranks (debug-tp model)",
+       {"--strategy", "pp", "--pp", "2", "--tp", "2", "--microbatches", "2"}, 1, true, "debug-tp", 4},
   };
   return variants;
 }

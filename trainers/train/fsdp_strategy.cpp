@@ -11,6 +11,7 @@
 #include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/phase_timer.h"
+#include "train/tp_state.h"
 
 namespace ddx::train {
 namespace {
@@ -43,7 +44,8 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 void FsdpStrategy::setup(const StrategyContext& c) { setup_on(c, c.world.world(), {}); }
 
-void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split) {
+void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split,
+                            const FsdpPieces& pieces) {
   group_ = &group;
   device_ = c.device;
   config_ = &c.model;
@@ -59,13 +61,14 @@ void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models
   // No rank ever holds the whole model: the skeleton has shapes but no bytes, and each rank
   // creates only its own rows below.
   model_ = models::build_model_skeleton(c.model, c.device, precision.param, split);
-  build_units(c, devices, precision);
+  build_units(c, devices, precision, pieces);
   initialise_shards(c, split);
 
   for (int64_t i = 0; i < c.model.num_layers; ++i) {
     block_functions_.push_back([this, i](const torch::Tensor& x) { return model_->block(i, x); });
   }
   pending_.assign(units_.size(), 0);
+  reduce_.assign(units_.size(), true);
   arrived_.resize(units_.size());
   backward_done_.assign(units_.size(), true);
   for (size_t u = 0; u < units_.size(); ++u) {
@@ -84,7 +87,8 @@ void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models
   log::debug("fsdp: ", units_.size(), " units, ", shard_numel, " elements per rank (padding included)");
 }
 
-void FsdpStrategy::build_units(const StrategyContext& c, const FsdpDevices& devices, const FsdpPrecision& precision) {
+void FsdpStrategy::build_units(const StrategyContext& c, const FsdpDevices& devices, const FsdpPrecision& precision,
+                               const FsdpPieces& pieces) {
   std::map<std::string, torch::Tensor> by_name;
   std::vector<std::string> all_names;
   for (auto& item : model_->named_parameters()) {
@@ -129,11 +133,14 @@ void FsdpStrategy::build_units(const StrategyContext& c, const FsdpDevices& devi
     return static_cast<int>(units_.size() - 1);
   };
   const bool reshard = c.options.reshard_after_forward;
-  root_ = add_unit("root", root_names, false);
-  embeddings_ = add_unit("embeddings", embedding_names, reshard);
-  for (int64_t i = 0; i < c.model.num_layers; ++i) blocks_.push_back(add_unit("block " + std::to_string(i), block_names[i], reshard));
+  auto held_block = [&](int64_t i) { return pieces.blocks.empty() || pieces.blocks.at(i); };
+  if (pieces.embeddings || pieces.head) root_ = add_unit("root", root_names, false);
+  if (pieces.embeddings) embeddings_ = add_unit("embeddings", embedding_names, reshard);
+  for (int64_t i = 0; i < c.model.num_layers; ++i) {
+    blocks_.push_back(held_block(i) ? add_unit("block " + std::to_string(i), block_names[i], reshard) : -1);
+  }
   // Backward starts with the head: freeing it after forward would only gather it again.
-  head_ = add_unit("head", head_names, false);
+  if (pieces.head) head_ = add_unit("head", head_names, false);
 }
 
 ParameterShapes FsdpStrategy::parameter_shapes() const {
@@ -211,7 +218,9 @@ void FsdpStrategy::ensure_gathered(int u) {
 
 void FsdpStrategy::prefetch(int position, int direction) {
   int issued = 0;
-  for (int u = position + direction; u >= 0 && u < static_cast<int>(units_.size()) && issued < prefetch_; u += direction) {
+  const int first = prefetch_range_.first >= 0 ? prefetch_range_.first : 0;
+  const int last = prefetch_range_.second >= 0 ? prefetch_range_.second : static_cast<int>(units_.size()) - 1;
+  for (int u = position + direction; u >= first && u <= last && issued < prefetch_; u += direction) {
     if (u == root_) continue;
     if (direction < 0 && backward_done_[u]) continue;
     FsdpUnit& unit = *units_[u];
@@ -235,24 +244,36 @@ torch::Tensor FsdpStrategy::run_unit(int u, const std::function<torch::Tensor()>
   return out;
 }
 
+torch::Tensor FsdpStrategy::run_embeddings(const torch::Tensor& tokens) {
+  return run_unit(embeddings_, [&] { return model_->embed(tokens); });
+}
+
+torch::Tensor FsdpStrategy::run_block(int64_t i, const torch::Tensor& h) {
+  return run_unit(blocks_.at(i), [&] {
+    return checkpoint_activations_ ? checkpointed(&block_functions_[i], h) : model_->block(i, h);
+  });
+}
+
+torch::Tensor FsdpStrategy::run_head(const torch::Tensor& h) {
+  return run_unit(head_, [&] { return model_->head(h); });
+}
+
+void FsdpStrategy::expect_backward(int u, bool reduce) {
+  reduce_[u] = reduce;
+  pending_[u] = static_cast<int>(units_[u]->parameters().size());
+  arrived_[u].assign(units_[u]->parameters().size(), false);
+  backward_done_[u] = false;
+}
+
 double FsdpStrategy::forward_backward(const MicroBatch& batch, double loss_scale, bool last_micro, PhaseTimes& times) {
-  sync_ = last_micro;
-  for (size_t u = 0; u < units_.size(); ++u) {
-    pending_[u] = static_cast<int>(units_[u]->parameters().size());
-    arrived_[u].assign(units_[u]->parameters().size(), false);
-    backward_done_[u] = false;
-  }
+  for (size_t u = 0; u < units_.size(); ++u) expect_backward(static_cast<int>(u), last_micro);
   models::LossSum loss;
   {
     PhaseTimer t(times.forward, device_, profile_scope::kForward);
     if (root_ >= 0) ensure_gathered(root_);
-    torch::Tensor h = run_unit(embeddings_, [&] { return model_->embed(batch.inputs); });
-    for (int64_t i = 0; i < config_->num_layers; ++i) {
-      h = run_unit(blocks_[i], [&] {
-        return checkpoint_activations_ ? checkpointed(&block_functions_[i], h) : model_->block(i, h);
-      });
-    }
-    torch::Tensor logits = run_unit(head_, [&] { return model_->head(h); });
+    torch::Tensor h = run_embeddings(batch.inputs);
+    for (int64_t i = 0; i < config_->num_layers; ++i) h = run_block(i, h);
+    torch::Tensor logits = run_head(h);
     loss = model_->loss_sum(logits, batch.labels);  // vocab-parallel under 2D
   }
   {
@@ -277,7 +298,7 @@ void FsdpStrategy::after_unit_backward(int u) {
   backward_done_[u] = true;
   FsdpUnit& unit = *units_[u];
   note_memory();
-  if (sync_) {
+  if (reduce_[u]) {
     // One reduce-scatter in flight at a time (as FSDP2): the previous unit's flat gradient
     // buffers are released before this unit's are allocated, so the transient memory is one
     // unit's, not the whole model's gradient.
@@ -352,12 +373,17 @@ double FsdpStrategy::optimizer_step(double lr, double max_grad_norm) {
   return norm;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> FsdpStrategy::full_parameters() {
+std::map<std::string, torch::Tensor> FsdpStrategy::gather_units() {
   std::map<std::string, torch::Tensor> gathered;
   for (auto& unit : units_) {
     std::vector<torch::Tensor> full = unit->gather_full_float32(*group_);
     for (size_t i = 0; i < full.size(); ++i) gathered[unit->layout().parameters[i].name] = std::move(full[i]);
   }
+  return gathered;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> FsdpStrategy::full_parameters() {
+  std::map<std::string, torch::Tensor> gathered = gather_units();
   // In the model's parameter order, as every other strategy returns them.
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (auto& item : model_->named_parameters()) out.emplace_back(item.key(), gathered.at(item.key()));
@@ -398,6 +424,32 @@ void FsdpStrategy::load_state(const std::string& dir) {
     torch::Tensor rows = unit.owned_rows(i);
     rows.copy_(reader->rows(p.name, begin, end));
     if (auto s = reader->optimizer_rows(p.name, begin, end, rows)) state[p.name] = std::move(*s);
+  });
+  optimizer_->state() = std::move(state);
+}
+
+void FsdpStrategy::save_blocks(const std::string& dir, Group& world, const ParameterShapes& full_shapes,
+                               const models::ParameterShards& shards,
+                               const std::function<bool(const std::string&)>& writes) {
+  TpCheckpointWriter writer;
+  for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+    if (!writes(p.name)) return;
+    auto s = optimizer_->state().find(p.name);
+    writer.add(shards, p.name, p.shape, begin, end, unit.owned_rows(i),
+               s == optimizer_->state().end() ? nullptr : &s->second);
+  });
+  writer.write(dir, world, full_shapes, *config_);
+}
+
+void FsdpStrategy::load_blocks(const std::string& dir, const ParameterShapes& full_shapes,
+                               const models::ParameterShards& shards) {
+  auto reader = CheckpointRows::open(dir, full_shapes);
+  std::map<std::string, AdamWState> state;
+  for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
+    torch::Tensor rows = unit.owned_rows(i);
+    LocalRows read = read_tp_rows(*reader, p.name, shards, begin, end, rows);
+    rows.copy_(read.values);
+    if (read.state) state[p.name] = std::move(*read.state);
   });
   optimizer_->state() = std::move(state);
 }

@@ -14,11 +14,25 @@ double seconds_since(const std::chrono::steady_clock::time_point& start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+class ModelStages : public StageRunner {
+ public:
+  explicit ModelStages(models::CausalLM& model) : model_(model) {}
+  torch::Tensor embed(const torch::Tensor& tokens) override { return model_.embed(tokens); }
+  torch::Tensor block(int64_t i, const torch::Tensor& hidden) override { return model_.block(i, hidden); }
+  torch::Tensor head(const torch::Tensor& hidden) override { return model_.head(hidden); }
+
+ private:
+  models::CausalLM& model_;
+};
+
 }  // namespace
 
-PipelineExecutor::PipelineExecutor(models::CausalLM& model, Group& pp, const ScheduleKind& kind, StageSplit split,
+std::unique_ptr<StageRunner> run_on_model(models::CausalLM& model) { return std::make_unique<ModelStages>(model); }
+
+PipelineExecutor::PipelineExecutor(models::CausalLM& model, StageRunner& runner, Group& pp, const ScheduleKind& kind, StageSplit split,
                                    int virtual_stages, torch::Device device, torch::Dtype activation_dtype)
     : model_(model),
+      runner_(runner),
       pp_(pp),
       kind_(kind),
       split_(std::move(split)),
@@ -82,6 +96,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
   const std::string step = CallSite::current();
   double loss_sum = 0;
   peak_ = {};
+  runner_.begin_step(s.microbatches);
   for (const PipeAction& a : kind_.make(s)) {
     const int stage = s.stage_of(a.chunk), mb = a.microbatch;
     const MicroBatch& batch = micro.at(mb);
@@ -99,10 +114,11 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
       const double begin = seconds_since(start);
       {
         PhaseTimer t(times.forward, device_, profile_scope::kForward);
-        torch::Tensor h = stage == 0 ? model_.embed(batch.inputs) : saved.input;
-        for (int64_t i = split_.begin(stage); i < split_.end(stage); ++i) h = model_.block(i, h);
+        runner_.before_forward(stage);
+        torch::Tensor h = stage == 0 ? runner_.embed(batch.inputs) : saved.input;
+        for (int64_t i = split_.begin(stage); i < split_.end(stage); ++i) h = runner_.block(i, h);
         if (stage == last) {
-          models::LossSum loss = model_.loss_sum(model_.head(h), batch.labels);
+          models::LossSum loss = model_.loss_sum(runner_.head(h), batch.labels);
           loss_sum += loss.sum.item<double>();
           h = loss.sum * loss_scale;
         }
@@ -127,6 +143,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
     const double begin = seconds_since(start);
     {
       PhaseTimer t(times.backward, device_, profile_scope::kBackward);
+      runner_.before_backward(stage);
       if (stage == last) {
         // The parity self-test's planted bug: micro-batch 0 back-propagated twice.
         if (test_breaks().pp_double_microbatch && mb == 0) saved.output.backward({}, /*retain_graph=*/true);

@@ -22,11 +22,29 @@
 
 namespace ddx::train {
 
+// What runs a stage's pieces: run_on_model() below (the model holds this rank's weights), or
+// pipeline x FSDP's units (pp_strategy.cpp), gathered before use, their gradients accumulated
+// over the step's micro-batches and reduce-scattered after each unit's last backward.
+class StageRunner {
+ public:
+  virtual ~StageRunner() = default;
+  virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
+  virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
+  virtual torch::Tensor head(const torch::Tensor& hidden) = 0;
+  // Before the step's first action (with its micro-batch count), and before each forward and
+  // each backward of `stage` on this rank.
+  virtual void begin_step(int /*microbatches*/) {}
+  virtual void before_forward(int /*stage*/) {}
+  virtual void before_backward(int /*stage*/) {}
+};
+
+std::unique_ptr<StageRunner> run_on_model(models::CausalLM& model);
+
 class PipelineExecutor {
  public:
-  // `model` holds (at least) the parameters of this rank's stages; `pp` is the pipeline group,
-  // whose rank r holds stages r, r + p, ... (V of them).
-  PipelineExecutor(models::CausalLM& model, Group& pp, const ScheduleKind& kind, StageSplit split,
+  // `runner` runs this rank's stages (`model` gives the configuration and the loss); `pp` is the
+  // pipeline group, whose rank r holds stages r, r + p, ... (V of them).
+  PipelineExecutor(models::CausalLM& model, StageRunner& runner, Group& pp, const ScheduleKind& kind, StageSplit split,
                    int virtual_stages, torch::Device device, torch::Dtype activation_dtype);
 
   // Runs this rank's schedule over `micro`. Gradients accumulate in the model's parameters.
@@ -62,6 +80,7 @@ class PipelineExecutor {
             double& waited, const std::chrono::steady_clock::time_point& start);
 
   models::CausalLM& model_;
+  StageRunner& runner_;
   Group& pp_;
   const ScheduleKind& kind_;
   StageSplit split_;

@@ -30,8 +30,8 @@ const std::map<std::string, Entry>& registry() {
               [](const TrainOptions&) { return std::make_unique<TpStrategy>(); }}},
       {"2d", {"tensor parallel over --tp consecutive ranks x FSDP over the rest (--dp-replicate: DDP instead)",
               [](const TrainOptions& o) { return make_two_d_strategy(o); }}},
-      {"pp", {"pipeline parallel: blocks in --pp stages, --pp-schedule gpipe|1f1b|interleaved-1f1b over --microbatches; data parallel on the ranks left",
-              [](const TrainOptions&) { return std::make_unique<PpStrategy>(); }}},
+      {"pp", {"pipeline parallel: blocks in --pp stages, --pp-schedule gpipe|1f1b|interleaved-1f1b over --microbatches; FSDP over the ranks left (--dp-replicate: replicas)",
+              [](const TrainOptions& o) { return make_pp_strategy(o); }}},
   };
   return entries;
 }

@@ -203,8 +203,8 @@ void save_tp_checkpoint(const std::string& dir, Group& world, const models::Para
 }
 
 void load_tp_checkpoint(const std::string& dir, const models::ParameterShards& shards, NamedTensors& parameters,
-                        std::map<std::string, AdamWState>& state) {
-  auto reader = CheckpointRows::open(dir, full_shapes(parameters, shards));
+                        std::map<std::string, AdamWState>& state, const ParameterShapes& expected) {
+  auto reader = CheckpointRows::open(dir, expected.empty() ? full_shapes(parameters, shards) : expected);
   std::map<std::string, AdamWState> loaded;
   torch::NoGradGuard no_grad;
   for (auto& [name, p] : parameters) {

@@ -87,11 +87,12 @@ class TpCheckpointWriter {
 
 // TP and 2D with replicated data-parallel ranks: a checkpoint of each rank's whole slices
 // (replicated parameters by TP rank 0; nothing unless `writes` is true), and any checkpoint read
-// back as each rank's slices.
+// back as each rank's slices. The checkpoint must hold exactly the parameters `expected` lists
+// (by default those of `parameters`; a pipeline stage holds only some of the model's).
 void save_tp_checkpoint(const std::string& dir, Group& world, const models::ParameterShards& shards,
                         const NamedTensors& parameters, const std::map<std::string, AdamWState>& state, int tp_rank,
                         bool writes, const models::ModelConfig& config);
 void load_tp_checkpoint(const std::string& dir, const models::ParameterShards& shards, NamedTensors& parameters,
-                        std::map<std::string, AdamWState>& state);
+                        std::map<std::string, AdamWState>& state, const ParameterShapes& expected = {});
 
 }  // namespace ddx::train

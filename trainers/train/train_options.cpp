@@ -113,15 +113,15 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
                "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
   auto* tp = "Tensor parallel (tp)";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks)")
+  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks; pp: per stage, default 1)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
   cmd.add_flag("--sequence-parallel", o.sequence_parallel,
                "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
                "each tensor-parallel region instead of all-reduces")->group(tp);
   cmd.add_flag("--dp-replicate", o.dp_replicate,
-               "2d: replicate each TP slice over the data-parallel ranks (DDP) instead of sharding it (FSDP)")->group(tp);
+               "2d, pp: replicate each TP slice (DDP) or pipeline stage over the data-parallel ranks instead of sharding it (FSDP)")->group(tp);
   auto* pp = "Pipeline parallel (pp)";
-  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size); the rest form data-parallel replicas")
+  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size / --tp); FSDP shards each stage over the rest (--dp-replicate: replicas)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(pp);
   cmd.add_option("--pp-split", o.pp_split,
                  "First block of every stage after the first, e.g. 2,5 (default: balanced by parameter count)")
@@ -151,16 +151,17 @@ const std::vector<StrategyFlag>& strategy_flags() {
       {"--first-bucket-mb", {"ddp"}},
       {"--grad-as-bucket-view", {"ddp"}},
       {"--zero1", {"ddp"}},
-      // 2d shards its TP slices with FSDP (unless --dp-replicate: refused there below).
-      {"--reshard-after-forward", {"fsdp", "2d"}},  // also its --no- form
-      {"--prefetch", {"fsdp", "2d"}},
-      {"--mp-param-dtype", {"fsdp", "2d"}},
-      {"--mp-reduce-dtype", {"fsdp", "2d"}},
-      {"--cpu-offload", {"fsdp", "2d"}},
-      {"--checkpoint-activations", {"fsdp", "2d"}},
-      {"--tp", {"tp", "2d"}},
+      // 2d shards its TP slices and pp its stages with FSDP (unless --dp-replicate: refused
+      // there below).
+      {"--reshard-after-forward", {"fsdp", "2d", "pp"}},  // also its --no- form
+      {"--prefetch", {"fsdp", "2d", "pp"}},
+      {"--mp-param-dtype", {"fsdp", "2d", "pp"}},
+      {"--mp-reduce-dtype", {"fsdp", "2d", "pp"}},
+      {"--cpu-offload", {"fsdp", "2d", "pp"}},
+      {"--checkpoint-activations", {"fsdp", "2d", "pp"}},
+      {"--tp", {"tp", "2d", "pp"}},
       {"--sequence-parallel", {"tp", "2d"}},
-      {"--dp-replicate", {"2d"}},
+      {"--dp-replicate", {"2d", "pp"}},
       {"--pp", {"pp"}},
       {"--pp-split", {"pp"}},
       {"--pp-schedule", {"pp"}},
@@ -184,9 +185,11 @@ void refuse_flags_of_other_strategies(const CLI::App& cmd, const std::string& st
     if (std::find(allowed.begin(), allowed.end(), strategy) == allowed.end()) {
       throw UsageError(typed + " applies to --strategy " + join(allowed, " or ") + ", not " + strategy);
     }
-    // 2d --dp-replicate holds the TP slices with DDP: an FSDP flag would have nothing to tune.
-    if (strategy == "2d" && dp_replicate && std::find(allowed.begin(), allowed.end(), "fsdp") != allowed.end()) {
-      throw UsageError(typed + " tunes FSDP, but --strategy 2d --dp-replicate replicates the TP slices with DDP");
+    // --dp-replicate holds 2d's TP slices with DDP, pp's stages as replicas: an FSDP flag
+    // would have nothing to tune.
+    if (dp_replicate && strategy != "fsdp" && std::find(allowed.begin(), allowed.end(), "fsdp") != allowed.end()) {
+      throw UsageError(typed + " tunes FSDP, but --strategy " + strategy + " --dp-replicate " +
+                       (strategy == "2d" ? "replicates the TP slices with DDP" : "replicates each stage over the data-parallel ranks"));
     }
   }
 }
@@ -206,7 +209,7 @@ void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
 namespace {
 
 // What the pipeline flags can be checked for before any rank starts; the world- and
-// model-dependent checks (--pp divides the world, stages fit the blocks) are PpStrategy::setup's.
+// model-dependent checks (--pp divides the world, stages fit the blocks) are pp_pipeline.cpp's.
 void validate_pipeline_flags(const TrainOptions& o) {
   if (o.strategy != "pp") return;
   const ScheduleKind& kind = find_schedule(o.pp_schedule);

@@ -71,30 +71,14 @@ class TwoDFsdpStrategy : public FsdpStrategy {
   }
 
   void save_state(const std::string& dir) override {
-    // Each rank's FSDP rows of its TP slices, as blocks of the full tensors; the replicated
-    // parameters' rows by TP rank 0 of each dp rank.
-    TpCheckpointWriter writer;
-    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
-      if (!shards_.count(p.name) && mesh_.tp->rank() != 0) return;
-      auto s = optimizer_->state().find(p.name);
-      writer.add(shards_, p.name, p.shape, begin, end, unit.owned_rows(i),
-                 s == optimizer_->state().end() ? nullptr : &s->second);
-    });
-    writer.write(dir, *mesh_.world, full_shapes_, *config_);
+    // Each rank's FSDP rows of its TP slices; the replicated parameters' rows by TP rank 0 of
+    // each dp rank.
+    save_blocks(dir, *mesh_.world, full_shapes_, shards_,
+                [&](const std::string& name) { return shards_.count(name) || mesh_.tp->rank() == 0; });
   }
 
-  void load_state(const std::string& dir) override {
-    // Any checkpoint, read as this rank's rows of its TP slices.
-    auto reader = CheckpointRows::open(dir, full_shapes_);
-    std::map<std::string, AdamWState> state;
-    for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
-      torch::Tensor rows = unit.owned_rows(i);
-      LocalRows read = read_tp_rows(*reader, p.name, shards_, begin, end, rows);
-      rows.copy_(read.values);
-      if (read.state) state[p.name] = std::move(*read.state);
-    });
-    optimizer_->state() = std::move(state);
-  }
+  // Any checkpoint, read as this rank's rows of its TP slices.
+  void load_state(const std::string& dir) override { load_blocks(dir, full_shapes_, shards_); }
 
  protected:
   double grad_norm_sq() override {
