@@ -59,6 +59,7 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
   EXPECT_EQ(row(m, "kill").at("culprit_named"), "rank 3");
   EXPECT_EQ(row(m, "hang").at("expected_detector"), "watchdog+analyzer");
   EXPECT_EQ(row(m, "ckpt-corrupt").at("culprit_named"), "checkpoint step 10");
+  EXPECT_EQ(row(m, "store-loss").at("culprit_named"), "rank 0");  // the rank that hosted the lost store
   EXPECT_NE(m.result.output.find("fault matrix: " + std::to_string(m.report.at("rows").size()) + " rows, 0 failed: PASS"),
             std::string::npos)
       << m.result.output;

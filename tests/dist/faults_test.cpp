@@ -456,6 +456,21 @@ TEST(Faults, LostStoreIsNamedInOneLineByEveryRank) {
   EXPECT_LT(job.metrics.size(), 200u) << "the run went on to the end";
 }
 
+// --check-collectives exchanges fingerprints through the store before every collective: losing
+// the store fails that collective with the store's line, not with a peer "never reached" it.
+TEST(Faults, LostStoreUnderTheCollectiveCheckBlamesTheStoreNotAPeer) {
+  Job job = train("store-loss-fp", 2,
+                  {"--strategy", "ddp", "--max-steps", "200", "--check-collectives", "--fault", "store-loss@rank=0,step=3"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("  error:  "), std::string::npos) << job.result.output;
+  EXPECT_FALSE(lines_with(job.result.output, {"  error:  ", "the rendezvous store at 127.0.0.1:",
+                                              " (hosted by rank 0) is unreachable since "})
+                   .empty())
+      << job.result.output;
+  EXPECT_EQ(job.result.output.find("never reached this collective"), std::string::npos) << job.result.output;
+  EXPECT_EQ(job.result.output.find("frame #"), std::string::npos) << job.result.output;
+}
+
 // torchrun's agent keeps one store for every attempt; the restarted workers must not meet the
 // failed attempt's keys there, and must come back bit-identical to a run without the fault.
 TEST(Faults, TorchrunRestartResumesBitIdentically) {

@@ -68,7 +68,8 @@ std::unique_ptr<HangDetection> HangDetection::install(World& world, const HangOp
   add_op_observer(h->recorder_.get());
   if (options.check_collectives && info.world_size > 1) {
     h->fingerprint_check_ =
-        detail::make_fingerprint_check(world.store(), info.rank, options.collective_timeout);
+        detail::make_fingerprint_check(world.store(), info.rank, options.collective_timeout,
+                                       detail::store_description(info));
     add_collective_hook(h->fingerprint_check_.get());
   }
   h->watchdog_->start();

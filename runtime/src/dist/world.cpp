@@ -1,5 +1,6 @@
-// The job's store and groups: rank 0 hosts a TCPStore at the master endpoint, every rank
-// connects, the world group is built over it, and subgroups get their own store prefixes.
+// The job's store and groups: rank 0 hosts a TCPStore at the master endpoint (under torchrun
+// the agent does), every rank connects, the world group is built over it, and subgroups get
+// their own store prefixes.
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
