@@ -138,6 +138,7 @@ skip setpriv drops CAP_SYS_ADMIN from root's bounding set; FaultMatrix.ShmFullRo
 full	for node in 0 1; do ddx fault matrix --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port 29611 -np 2 --kinds kill,nan --out fm-nodes > node$node.txt & done; wait
 full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=40' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
 full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
+skip torchrun on PATH, from a PyTorch install (faults_test's TorchrunRestartResumesBitIdentically runs it with the build's Python environment)	torchrun --standalone --nproc-per-node 2 --max-restarts 1 --no-python ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going

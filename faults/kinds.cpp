@@ -13,6 +13,7 @@ const Kind& oom_kind();
 const Kind& hang_kind();
 const Kind& skip_collective_kind();
 const Kind& mismatch_kind();
+const Kind& store_loss_kind();
 const Kind& slow_link_kind();
 const Kind& corrupt_collective_kind();
 const Kind& straggler_kind();
@@ -34,7 +35,7 @@ const std::vector<const Kind*>& kinds() {
   static const std::vector<const Kind*> all{
       &kill_kind(),        &segfault_kind(),          &abort_kind(),
       &exit_kind(),        &oom_kind(),               &hang_kind(),
-      &skip_collective_kind(), &mismatch_kind(),
+      &skip_collective_kind(), &mismatch_kind(),      &store_loss_kind(),
       &slow_link_kind(),   &corrupt_collective_kind(), &straggler_kind(),
       &nan_kind(),         &bitflip_kind(),           &ckpt_torn_kind(),
       &ckpt_corrupt_kind(), &disk_full_kind(),        &shm_full_kind(),

@@ -3,7 +3,8 @@
 // straggler warning, the checkpoint checksum warning) and the analyzer's verdict JSON. One entry
 // per detector; the flags are what `ddx train` needs to turn it on (the self-test leaves them out).
 // "pairwise links" reads the pairwise bandwidth probe's slow-rank list; "bus-error cause" the
-// fatal-signal report of a rank killed by SIGBUS on a full tmpfs.
+// fatal-signal report of a rank killed by SIGBUS on a full tmpfs; "store check" the line of any
+// rank that lost the rendezvous store.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -127,6 +128,17 @@ Finding collective_check(const JobEvidence& job) {
   return {};
 }
 
+// A rank that lost the rendezvous store (its watchdog's heartbeat, or its check-out at the end of
+// the run): "the rendezvous store at 127.0.0.1:29500 (hosted by rank 0) is unreachable since ...";
+// the culprit is the rank that hosted it.
+Finding store_check(const JobEvidence& job) {
+  JobEvidence lost = job;
+  lost.lines.clear();
+  std::copy_if(job.lines.begin(), job.lines.end(), std::back_inserter(lost.lines),
+               [](const TimedLine& l) { return l.text.find(") is unreachable since ") != std::string::npos; });
+  return first_ranks_after(lost, "(hosted by ");
+}
+
 Finding nan_check(const JobEvidence& job) { return first_ranks_after(job, "non-finite gradient first on "); }
 
 // "data-parallel replica on rank 3 diverges ..." or "... replicas on ranks 0,1 and ranks 2,3 disagree ...".
@@ -179,6 +191,7 @@ const std::vector<Detector>& detectors() {
       {"watchdog+analyzer", {}, watchdog_and_analyzer},
       {"nan-check", {"--nan-check"}, nan_check},
       {"collective check", {"--check-collectives"}, collective_check},
+      {"store check", {}, store_check},
       {"replica-check", {"--replica-check-freq", "1"}, replica_check},
       {"straggler warning", {"--straggler-factor", "5"}, straggler_warning},
       {"pairwise links", {}, pairwise_links},

@@ -4,6 +4,7 @@
 // detectors that exist for it; a bad checkpoint by its checksum on resume (the kill at {step}
 // makes the job resume over it). Rows that stop the job run with one restart and must end
 // bit-identical to the clean reference; slowness stops nothing, so there is nothing to recover.
+// A lost store is named by the ranks that lose it, each naming the rank that hosted it.
 // A slow link only lengthens collectives, which every rank of a training job waits in alike, so
 // the pairwise bandwidth probe, which times each link on its own, is the job that names it.
 // shm-full fills /dev/shm, so its job gets a private one of Docker's default size (never the
@@ -24,6 +25,7 @@ const std::vector<RowSpec>& row_specs() {
       {"hang",               "train", "hang@rank={rank},step={step}",                         "watchdog+analyzer", "rank {rank}",            true},
       {"skip-collective",    "train", "skip-collective@rank={rank},step={step}",              "watchdog+analyzer", "rank {rank}",            true},
       {"mismatch",           "train", "mismatch@rank={rank},step={step}",                     "collective check",  "rank {rank}",            true},
+      {"store-loss",         "train", "store-loss@rank=0,step={step}",                        "store check",       "rank 0",                 true},
       {"slow-link",          "pairs", "slow-link@rank={rank},op=send,ms=50",                  "pairwise links",    "rank {rank}",            false},
       {"straggler",          "train", "straggler@rank={rank},factor=10",                      "straggler warning", "rank {rank}",            false},
       {"nan",                "train", "nan@rank={rank},step={step}",                          "nan-check",         "rank {rank}",            true},

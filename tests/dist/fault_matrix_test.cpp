@@ -86,6 +86,7 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
     EXPECT_NE(job.find("ddx launch: the workers' /dev/shm is a private tmpfs of 64m"), std::string::npos) << job;
     EXPECT_NE(job.find("(/dev/shm) with 0.0 of 64.0 MiB free: shared memory is exhausted"), std::string::npos) << job;
   }
+  EXPECT_EQ(row(m, "store-loss").at("culprit_named"), "rank 0");  // the rank that hosted the lost store
   EXPECT_NE(m.result.output.find("fault matrix: " + std::to_string(m.report.at("rows").size()) + " rows, 0 failed"),
             std::string::npos)
       << m.result.output;

@@ -6,9 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -408,6 +412,92 @@ TEST(Faults, MismatchWithoutTheCheckIsNamedByTheAnalyzer) {
   RunResult verdict = analyze(job);
   EXPECT_NE(verdict.output.find("rank 1"), std::string::npos) << verdict.output << job.result.output;
   EXPECT_NE(verdict.output.find("size"), std::string::npos) << verdict.output << job.result.output;
+}
+
+// --- the rendezvous store goes away ---
+
+// Every line of `output` that contains all of `parts`.
+std::vector<std::string> lines_with(const std::string& output, const std::vector<std::string>& parts) {
+  std::vector<std::string> found;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return line.find(p) != std::string::npos; })) {
+      found.push_back(line);
+    }
+  }
+  return found;
+}
+
+TEST(Faults, LostStoreIsNamedInOneLineByEveryRank) {
+  Job job = train("store-loss", 3, {"--strategy", "ddp", "--max-steps", "200", "--fault", "store-loss@rank=0,step=3"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_EQ(lines_with(job.result.output, {"fault store-loss@rank=0,step=3 fires on rank 0 at step 3: closed the ",
+                                           " connections of the rendezvous store at 127.0.0.1:"})
+                .size(),
+            1u)
+      << job.result.output;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(lines_with(job.result.output, {"[rank " + std::to_string(rank) + "]: ",
+                                             " E ", "ddx watchdog: the rendezvous store at 127.0.0.1:",
+                                             " (hosted by rank 0) is unreachable since ",
+                                             " (the store closed the connection)"})
+                  .size(),
+              1u)
+        << "rank " << rank << " did not say it once\n" << job.result.output;
+  }
+  // The launcher's table names the store and its host; c10d's own messages never reach the console.
+  EXPECT_EQ(lines_with(job.result.output, {"  error:  ddx watchdog: the rendezvous store at 127.0.0.1:",
+                                           " (hosted by rank 0) is unreachable since "})
+                .size(),
+            1u)
+      << job.result.output;
+  EXPECT_EQ(job.result.output.find("Exception raised from"), std::string::npos) << job.result.output;
+  EXPECT_EQ(job.result.output.find("frame #"), std::string::npos) << job.result.output;
+  EXPECT_LT(job.metrics.size(), 200u) << "the run went on to the end";
+}
+
+// --check-collectives exchanges fingerprints through the store before every collective: losing
+// the store fails that collective with the store's line, not with a peer "never reached" it.
+TEST(Faults, LostStoreUnderTheCollectiveCheckBlamesTheStoreNotAPeer) {
+  Job job = train("store-loss-fp", 2,
+                  {"--strategy", "ddp", "--max-steps", "200", "--check-collectives", "--fault", "store-loss@rank=0,step=3"});
+  EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
+  EXPECT_NE(job.result.output.find("  error:  "), std::string::npos) << job.result.output;
+  EXPECT_FALSE(lines_with(job.result.output, {"  error:  ", "the rendezvous store at 127.0.0.1:",
+                                              " (hosted by rank 0) is unreachable since "})
+                   .empty())
+      << job.result.output;
+  EXPECT_EQ(job.result.output.find("never reached this collective"), std::string::npos) << job.result.output;
+  EXPECT_EQ(job.result.output.find("frame #"), std::string::npos) << job.result.output;
+}
+
+// torchrun's agent keeps one store for every attempt; the restarted workers must not meet the
+// failed attempt's keys there, and must come back bit-identical to a run without the fault.
+TEST(Faults, TorchrunRestartResumesBitIdentically) {
+  const std::string torchrun = std::filesystem::path(DDX_PYTHON).parent_path() / "torchrun";
+  if (::access(torchrun.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << torchrun;  // reason: torchrun comes with the torch of DDX_PYTHON's environment, which this build was configured without
+  const std::vector<std::string> run = {"--strategy", "ddp", "--max-steps", "16", "--ckpt-freq", "5", "-e", "run"};
+  std::vector<std::string> clean_args = run;
+  clean_args.insert(clean_args.end(), {"--final-weights", "{dir}/final.safetensors"});
+  Job clean = train("torchrun-clean", 2, clean_args);
+  ASSERT_EQ(clean.result.exit_code, 0) << clean.result.output;
+  Job faulted;
+  faulted.dir = scratch_dir("faults", "torchrun-restart");
+  std::vector<std::string> argv = {torchrun, "--standalone", "--nproc-per-node", "2", "--max-restarts", "1",
+                                   "--no-python", DDX_BIN, "train", "--save-dir", faulted.dir + "/out", "--metrics-file",
+                                   faulted.dir + "/metrics.jsonl", "--log-freq", "1", "--no-progress", "--seed", "7",
+                                   "-m", "debug", "-s", "32", "--lr", "3e-3", "--collective-timeout", "20",
+                                   "--final-weights", faulted.dir + "/final.safetensors", "--fault", "kill@rank=1,step=13"};
+  argv.insert(argv.end(), run.begin(), run.end());
+  faulted.result = run_in(faulted.dir, argv, {}, 200);
+  faulted.metrics = read_metrics(faulted.dir + "/metrics.jsonl");
+  EXPECT_TRUE(processes_left(faulted.dir).empty());
+  ASSERT_EQ(faulted.result.exit_code, 0) << faulted.result.output;
+  EXPECT_NE(faulted.result.output.find("resuming from " + faulted.dir + "/out/run/checkpoints/step_000000010 at step 10"),
+            std::string::npos)
+      << faulted.result.output;
+  EXPECT_EQ(curve(faulted.metrics), curve(clean.metrics));  // exactly, every step
+  EXPECT_EQ(read_file(faulted.dir + "/final.safetensors"), read_file(clean.dir + "/final.safetensors"));
 }
 
 // --- memory: a full /dev/shm is named, not a bare SIGBUS ---

@@ -115,6 +115,23 @@ TEST(FaultInjection, NewKindsRefuseWhatTheyCannotDo) {
   EXPECT_THROW(parse_spec("skip-collective@bytes=3", "--fault"), UsageError);  // a key it does not take
 }
 
+// The store lives in rank 0's process: a store-loss aimed elsewhere (or everywhere) is refused,
+// and rank 0 without a store of its own to close (a single process) says so when it fires.
+TEST(FaultInjection, StoreLossTargetsTheStoreHost) {
+  EXPECT_NO_THROW(parse_spec("store-loss@rank=0,step=3", "--fault"));
+  EXPECT_NE(error_of("store-loss@step=3").find("the rendezvous store is hosted by rank 0's process: give rank=0"),
+            std::string::npos);
+  EXPECT_NE(error_of("store-loss@rank=1,step=3").find("give rank=0"), std::string::npos);
+  reset_for_tests(parse_list("store-loss@rank=0,step=2", "--fault"), 0);
+  at_step(1);
+  try {
+    at_step(2);
+    ADD_FAILURE() << "store-loss fired without a store to close";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("this process hosts no rendezvous store"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FaultInjection, ReportsAndLaunchLineNameEverySpec) {
   reset_for_tests({}, 0);
   EXPECT_TRUE(report_entry().empty());

@@ -15,6 +15,7 @@
 
 #include "ddx/errors.h"
 #include "ddx/flight_recorder.h"
+#include "ddx/store_lost.h"
 #include "ddx/watchdog.h"
 
 namespace ddx {
@@ -140,6 +141,7 @@ struct FakeStore {
   std::vector<std::string> requests;
   std::map<int64_t, int64_t> dumped;
   std::atomic<bool> broken{false};
+  std::atomic<bool> lost{false};  // the connection broke: what the dist channel throws then
 };
 
 class FakeChannel : public PeerChannel {
@@ -181,6 +183,7 @@ class FakeChannel : public PeerChannel {
 
  private:
   void check() {
+    if (s_->lost) throw StoreLost("the rendezvous store at h0:29500 (hosted by rank 0)", "the store closed the connection");
     if (s_->broken) throw std::runtime_error("Connection reset by peer");
   }
   std::shared_ptr<FakeStore> s_;
@@ -357,6 +360,33 @@ TEST(Watchdog, LostStoreIsReportedAsRankZeroGone) {
   json doc = read_json(dir + "/ddx-fr-rank2.json");
   EXPECT_NE(doc["reason"].get<std::string>().find("rank 0 is probably dead"), std::string::npos) << doc["reason"];
   EXPECT_GT(doc["peers"]["store_failing_ms"].get<int64_t>(), 0);
+}
+
+// A broken connection is not a slow store: every rank, the host's own included, stops at once
+// with one line naming the store, its host and since when, long before the heartbeat timeout.
+TEST(Watchdog, BrokenStoreConnectionStopsEveryRankAtOnceInOneLine) {
+  for (int rank : {0, 2}) {
+    const std::string dir = scratch("storelost" + std::to_string(rank));
+    auto store = std::make_shared<FakeStore>();
+    FlightRecorder fr(16);
+    HangOptions o = fast_options(dir);
+    o.heartbeat_timeout = 60s;
+    Watchdog wd(fr, o, identity(rank, 4), std::make_unique<FakeChannel>(store));
+    std::atomic<int> exit_code{-1};
+    wd.set_exit_function([&](int code) { exit_code = code; });
+    wd.start();
+    std::this_thread::sleep_for(100ms);  // a few healthy heartbeats first
+    EXPECT_EQ(wd.fatal_events(), 0);
+    store->lost = true;
+    ASSERT_TRUE(eventually([&] { return exit_code.load() != -1; })) << "rank " << rank << " did not stop";
+    wd.stop();
+    EXPECT_EQ(exit_code.load(), kExitWatchdog);
+    EXPECT_EQ(wd.fatal_events(), 1);
+    const std::string reason = read_json(dir + "/ddx-fr-rank" + std::to_string(rank) + ".json")["reason"];
+    EXPECT_EQ(reason.rfind("the rendezvous store at h0:29500 (hosted by rank 0) is unreachable since ", 0), 0u) << reason;
+    EXPECT_NE(reason.find(" (the store closed the connection)"), std::string::npos) << reason;
+    EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;
+  }
 }
 
 TEST(WatchdogSummary, GroupsRanksByPositionAndMarksTheOnesBehind) {

@@ -23,6 +23,7 @@
 #include "ddx/hang_detection.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
+#include "ddx/store_lost.h"
 #include "faults/faults.h"
 #include "faults/parameter_faults.h"
 #include "models/causal_lm.h"
@@ -604,8 +605,9 @@ double train_loop(Run& run) {
   return last_loss;
 }
 
-// Final weights, the loss plot, and the world shut down.
-void finish(Run& run, double last_loss) {
+// Final weights, the loss plot, and the world shut down. Returns the exit code: 1 when the
+// rendezvous store went away during the run (the work is saved, but the job is not clean).
+int finish(Run& run, double last_loss) {
   const TrainOptions& o = run.o;
   if (!o.final_weights.empty()) {
     auto params = run.strategy->full_parameters();
@@ -618,7 +620,14 @@ void finish(Run& run, double last_loss) {
     log::info("done: final loss ", last_loss, "; metrics ", run.metrics_path, "; loss curve ", plot);
   }
   run.hang_detection.reset();  // before the store goes away
-  run.world->shutdown();
+  try {
+    run.world->shutdown();
+  } catch (const StoreLost& e) {
+    // Noticed at the check-out, not caused there: one line and no stack, as the watchdog says it.
+    write_error_report(e.what(), 1, /*with_stack=*/false);
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -643,8 +652,7 @@ int run_training(TrainOptions o, const ProfileOptions& profile) {
   const double last_loss = train_loop(run);
   std::signal(SIGTERM, previous_term);
   std::signal(SIGUSR1, previous_usr1);
-  finish(run, last_loss);
-  return 0;
+  return finish(run, last_loss);
 }
 
 }  // namespace ddx::train

@@ -102,7 +102,9 @@ class World {
   // dimension varies fastest over global ranks). The product must equal the world size.
   DeviceMesh& mesh(const std::vector<std::pair<std::string, int>>& dims);
 
-  // Shuts every group down (see Group::shutdown) and finalizes MPI if we initialized it.
+  // Shuts every group down (see Group::shutdown) and finalizes MPI if we initialized it. Throws
+  // ddx::StoreLost (ddx/store_lost.h) when the check-out finds the store gone: the store went
+  // away during the run, which must then fail rather than end as if clean.
   void shutdown();
 
  private:

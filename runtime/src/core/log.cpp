@@ -14,9 +14,23 @@
 #include <filesystem>
 #include <mutex>
 
+#include "ddx/clock_time.h"
 #include "ddx/errors.h"
 
 namespace ddx::log {
+
+std::string clock_time(std::chrono::system_clock::time_point when) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count() % 1000;
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%02d:%02d:%02d.%03d", local.tm_hour, local.tm_min,
+                local.tm_sec, static_cast<int>(millis));
+  return text;
+}
+
 namespace {
 
 struct State {
@@ -51,18 +65,7 @@ char letter(Level level) {
   return '?';
 }
 
-std::string timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm local{};
-  localtime_r(&seconds, &local);
-  char text[32];
-  std::snprintf(text, sizeof(text), "%02d:%02d:%02d.%03d", local.tm_hour, local.tm_min,
-                local.tm_sec, static_cast<int>(millis));
-  return text;
-}
+std::string timestamp() { return clock_time(std::chrono::system_clock::now()); }
 
 // One write() per line in the normal case; the loop only finishes an interrupted or short write.
 void write_all(int fd, const std::string& text) {

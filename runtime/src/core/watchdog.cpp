@@ -19,6 +19,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/log.h"
+#include "ddx/store_lost.h"
 
 namespace ddx {
 namespace {
@@ -232,13 +233,17 @@ void Watchdog::watch_loop() {
       dump("SIGUSR2 (on-demand dump; training continues)");
     }
     check_timeouts();
-    std::vector<Fatal> fatal;
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      fatal.swap(pending_fatal_);
-    }
-    for (const Fatal& f : fatal) handle_fatal(f);
+    auto handle_pending_fatal = [this] {
+      std::vector<Fatal> fatal;
+      {
+        std::lock_guard<std::mutex> guard(mutex_);
+        fatal.swap(pending_fatal_);
+      }
+      for (const Fatal& f : fatal) handle_fatal(f);
+    };
+    handle_pending_fatal();
     handle_dump_requests();
+    handle_pending_fatal();  // one that serving a request found (the store gone)
     lock.lock();
   }
 }
@@ -281,6 +286,14 @@ void Watchdog::handle_dump_requests() {
   if (from == identity_.rank || at < start_unix_ms_) return;  // ours, or from an earlier run
   if (request_text == served_request_) return;  // already served through the store
   served_request_ = request_text;
+  // A peer asked through the file, so perhaps it cannot reach the store: try ours now rather
+  // than at the next heartbeat. If it is gone, our own fatal (next) dumps and says so before the
+  // peer, which waits for our dump, can end the job.
+  collect_peers(options_.tick);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_fatal_.empty()) return;
+  }
   dump("requested by " + request_text + " (request file)");
 }
 
@@ -393,6 +406,7 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
 void Watchdog::heartbeat_loop() {
   uint64_t counter = 0;
   int64_t marked_upto = 0;
+  bool store_lost = false;  // reported once; the later rounds fail the same way
   const int64_t hb_timeout_us = options_.effective_heartbeat_timeout().count() * 1000;
   for (;;) {
     std::vector<std::string> requests;
@@ -495,6 +509,21 @@ void Watchdog::heartbeat_loop() {
         peers_error_.clear();
         store_failing_since_us_ = 0;
       }
+    } catch (const StoreLost& e) {
+      // The connection broke and a TCPStore client never reconnects: waiting cannot help, so
+      // every rank that sees it stops now, in one line, rather than at the heartbeat timeout or
+      // (when the store is not needed again before the end) never.
+      const int64_t now_us = steady_now_us();
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!store_failing_since_us_) store_failing_since_us_ = now_us;
+      if (collect) ++collect_round_;  // answer the waiting watch thread anyway
+      if (!store_lost) {
+        store_lost = true;
+        peers_error_ = e.cause();
+        const auto since = StoreLost::Clock::now() - std::chrono::microseconds(now_us - store_failing_since_us_);
+        pending_fatal_.push_back({StoreLost::line(e.store(), e.cause(), since), ""});
+      }
+      wake_watch_.notify_all();
     } catch (const std::exception& e) {
       const int64_t now_us = steady_now_us();
       std::lock_guard<std::mutex> lock(mutex_);

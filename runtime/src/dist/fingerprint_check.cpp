@@ -8,8 +8,10 @@
 #include <sstream>
 #include <vector>
 
+#include "ddx/store_lost.h"
 #include "ddx/text.h"
 #include "ddx/watchdog.h"
+#include "store_host.h"
 
 namespace ddx::detail {
 namespace {
@@ -18,15 +20,23 @@ namespace {
 
 class FingerprintCheck : public CollectiveHook {
  public:
-  FingerprintCheck(c10::intrusive_ptr<c10d::Store> store, int global_rank)
-      : store_(std::move(store)), global_rank_(global_rank) {}
+  FingerprintCheck(c10::intrusive_ptr<c10d::Store> store, int global_rank, std::string store_description)
+      : store_(std::move(store)), global_rank_(global_rank), store_description_(std::move(store_description)) {}
 
   void before_launch(OpRecord& r, std::vector<at::Tensor>&) override {
     if (r.p2p || r.group_ranks.size() < 2) return;
+    // Every get() below sends too, so the whole check runs with c10's warnings off (it names
+    // what fails itself); c10's other warnings wait until the peers' fingerprints are in.
+    QuietStoreLogs quiet;
     const int me = group_rank_of(r);
     const std::string prefix = "ddx/fp/" + r.group + "/" + std::to_string(r.seq) + "/";
     const std::string mine = op_fingerprint(r);
-    store_->set(prefix + std::to_string(me), bytes(mine + "\t" + r.call_site));
+    try {
+      store_->set(prefix + std::to_string(me), bytes(mine + "\t" + r.call_site));
+    } catch (const std::exception&) {
+      fail_if_store_lost(r);
+      throw;
+    }
 
     // fingerprint -> global ranks, and one call site per fingerprint for the message
     std::map<std::string, std::vector<int>> seen;
@@ -40,6 +50,7 @@ class FingerprintCheck : public CollectiveHook {
           auto data = store_->get(prefix + std::to_string(q));
           value.assign(data.begin(), data.end());
         } catch (const std::exception& e) {
+          fail_if_store_lost(r);  // the store, not rank q, is what is missing
           fail(r, describe_op(r) + ": rank " + std::to_string(r.group_ranks[q]) +
                       " never reached this collective (--check-collectives waited " +
                       format_duration(store_->getTimeout()) + ")");
@@ -99,6 +110,17 @@ class FingerprintCheck : public CollectiveHook {
     return out.str();
   }
 
+  // Inside a catch block of a store operation: fails the op with the store's one line when its
+  // connection broke; returns otherwise.
+  void fail_if_store_lost(OpRecord& r) const {
+    try {
+      rethrow_store_failure(store_description_);
+    } catch (const StoreLost& lost) {
+      fail(r, lost.what());
+    } catch (const std::exception&) {
+    }
+  }
+
   // Records the op as failed (the flight recorder and watchdog react as to any failed op) and
   // throws to the caller before anything is launched.
   [[noreturn]] static void fail(OpRecord& r, const std::string& what) {
@@ -112,6 +134,7 @@ class FingerprintCheck : public CollectiveHook {
 
   c10::intrusive_ptr<c10d::Store> store_;
   int global_rank_;
+  std::string store_description_;
 };
 
 }  // namespace
@@ -135,10 +158,11 @@ std::string op_fingerprint(const OpRecord& r) {
 }
 
 std::unique_ptr<CollectiveHook> make_fingerprint_check(c10d::Store& store, int global_rank,
-                                                       std::chrono::milliseconds timeout) {
+                                                       std::chrono::milliseconds timeout,
+                                                       const std::string& store_description) {
   auto clone = store.clone();
   clone->setTimeout(timeout);
-  return std::make_unique<FingerprintCheck>(std::move(clone), global_rank);
+  return std::make_unique<FingerprintCheck>(std::move(clone), global_rank, store_description);
 }
 
 }  // namespace ddx::detail

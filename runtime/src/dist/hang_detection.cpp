@@ -10,6 +10,7 @@
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "fingerprint_check.h"
+#include "store_host.h"
 #include "store_peer_channel.h"
 
 namespace ddx {
@@ -60,12 +61,15 @@ std::unique_ptr<HangDetection> HangDetection::install(World& world, const HangOp
   // The heartbeat client must give up well before the heartbeat timeout.
   const auto store_timeout = std::max(std::chrono::milliseconds(1000), 2 * options.heartbeat_interval);
   std::unique_ptr<PeerChannel> channel;
-  if (info.world_size > 1) channel = detail::make_store_peer_channel(world.store(), store_timeout);
+  if (info.world_size > 1) {
+    channel = detail::make_store_peer_channel(world.store(), store_timeout, detail::store_description(info));
+  }
   h->watchdog_ = std::make_unique<Watchdog>(*h->recorder_, options, me, std::move(channel));
   add_op_observer(h->recorder_.get());
   if (options.check_collectives && info.world_size > 1) {
     h->fingerprint_check_ =
-        detail::make_fingerprint_check(world.store(), info.rank, options.collective_timeout);
+        detail::make_fingerprint_check(world.store(), info.rank, options.collective_timeout,
+                                       detail::store_description(info));
     add_collective_hook(h->fingerprint_check_.get());
   }
   h->watchdog_->start();

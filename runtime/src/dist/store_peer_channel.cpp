@@ -7,11 +7,14 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ddx/store_lost.h"
 #include "ddx/store_observer.h"
+#include "store_host.h"
 
 namespace ddx::detail {
 namespace {
@@ -19,60 +22,91 @@ namespace {
 std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
 std::string text(const std::vector<uint8_t>& data) { return {data.begin(), data.end()}; }
 
+// Every operation goes through guarded(): a connection to the store that broke becomes
+// ddx::StoreLost naming the store (the watchdog's cue to stop the rank), the rest passes as is.
+// Once lost, the channel never touches the socket again: each further send on it would only
+// make c10d log its own warning with a raw C++ stack.
 class StorePeerChannel : public PeerChannel {
  public:
-  explicit StorePeerChannel(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  StorePeerChannel(c10::intrusive_ptr<c10d::Store> store, std::string description)
+      : store_(std::move(store)), description_(std::move(description)) {}
 
   void publish_heartbeat(int rank, const std::string& payload) override {
-    store_->set(hb_key(rank), bytes(payload));
+    guarded([&] { store_->set(hb_key(rank), bytes(payload)); });
   }
 
   std::map<int, std::string> read_heartbeats(int world_size) override {
-    std::vector<std::string> keys;
-    for (int r = 0; r < world_size; ++r) keys.push_back(hb_key(r));
-    std::map<int, std::string> out;
-    // multiGet waits for missing keys, so only when every rank has published (the usual case).
-    if (store_->check(keys)) {
-      auto values = store_->multiGet(keys);
-      for (int r = 0; r < world_size && r < static_cast<int>(values.size()); ++r) out[r] = text(values[r]);
+    return guarded([&] {
+      std::vector<std::string> keys;
+      for (int r = 0; r < world_size; ++r) keys.push_back(hb_key(r));
+      std::map<int, std::string> out;
+      // multiGet waits for missing keys, so only when every rank has published (the usual case).
+      if (store_->check(keys)) {
+        auto values = store_->multiGet(keys);
+        for (int r = 0; r < world_size && r < static_cast<int>(values.size()); ++r) out[r] = text(values[r]);
+        return out;
+      }
+      for (int r = 0; r < world_size; ++r) {
+        if (store_->check({keys[r]})) out[r] = text(store_->get(keys[r]));
+      }
       return out;
-    }
-    for (int r = 0; r < world_size; ++r) {
-      if (store_->check({keys[r]})) out[r] = text(store_->get(keys[r]));
-    }
-    return out;
+    });
   }
 
-  int64_t dump_generation() override { return store_->add("ddx/fr/request_generation", 0); }
+  int64_t dump_generation() override {
+    return guarded([&] { return store_->add("ddx/fr/request_generation", 0); });
+  }
 
   std::string dump_request(int64_t generation) override {
-    return text(store_->get("ddx/fr/request/" + std::to_string(generation)));
+    return guarded([&] { return text(store_->get("ddx/fr/request/" + std::to_string(generation))); });
   }
 
   int64_t request_dump(const std::string& reason) override {
-    const int64_t generation = store_->add("ddx/fr/request_generation", 1);
-    store_->set("ddx/fr/request/" + std::to_string(generation), bytes(reason));
-    return generation;
+    return guarded([&] {
+      const int64_t generation = store_->add("ddx/fr/request_generation", 1);
+      store_->set("ddx/fr/request/" + std::to_string(generation), bytes(reason));
+      return generation;
+    });
   }
 
   void mark_dumped(int64_t generation) override {
-    store_->add("ddx/fr/dumped/" + std::to_string(generation), 1);
+    guarded([&] { store_->add("ddx/fr/dumped/" + std::to_string(generation), 1); });
   }
 
   int64_t dumped_count(int64_t generation) override {
-    return store_->add("ddx/fr/dumped/" + std::to_string(generation), 0);
+    return guarded([&] { return store_->add("ddx/fr/dumped/" + std::to_string(generation), 0); });
   }
 
  private:
   static std::string hb_key(int rank) { return "ddx/fr/hb/" + std::to_string(rank); }
+
+  template <typename F>
+  auto guarded(F&& op) -> decltype(op()) {
+    if (lost_) throw *lost_;
+    QuietStoreLogs quiet;
+    try {
+      try {
+        return op();
+      } catch (const std::exception&) {
+        rethrow_store_failure(description_);
+      }
+    } catch (const StoreLost& e) {
+      lost_ = e;
+      throw;
+    }
+  }
+
   c10::intrusive_ptr<c10d::Store> store_;
+  std::string description_;
+  std::optional<StoreLost> lost_;  // only the watchdog's heartbeat thread uses a channel
 };
 
 // `ddx top`'s view: the same heartbeat reader over a client that is not a worker (no
 // waitWorkers, so the constructor adds nothing to the store's keys).
 class HeartbeatObserver : public StoreObserver {
  public:
-  explicit HeartbeatObserver(c10::intrusive_ptr<c10d::Store> store) : channel_(std::move(store)) {}
+  HeartbeatObserver(c10::intrusive_ptr<c10d::Store> store, std::string description)
+      : channel_(std::move(store), std::move(description)) {}
   std::map<int, std::string> read_heartbeats(int world_size) override {
     return channel_.read_heartbeats(world_size);
   }
@@ -83,8 +117,8 @@ class HeartbeatObserver : public StoreObserver {
 
 }  // namespace
 
-std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
-                                                     std::chrono::milliseconds timeout) {
+std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store, std::chrono::milliseconds timeout,
+                                                     const std::string& description) {
   c10::intrusive_ptr<c10d::Store> clone;
   try {
     clone = store.clone();
@@ -93,7 +127,7 @@ std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
   }
   if (!clone) return nullptr;
   clone->setTimeout(timeout);
-  return std::make_unique<StorePeerChannel>(std::move(clone));
+  return std::make_unique<StorePeerChannel>(std::move(clone), description);
 }
 
 }  // namespace ddx::detail
@@ -109,7 +143,9 @@ std::unique_ptr<StoreObserver> observe_job_store(const std::string& host, int po
   opts.waitWorkers = false;
   opts.timeout = timeout;
   try {
-    return std::make_unique<detail::HeartbeatObserver>(c10::make_intrusive<c10d::TCPStore>(host, opts));
+    return std::make_unique<detail::HeartbeatObserver>(
+        c10::make_intrusive<c10d::TCPStore>(host, opts),
+        "the job's store at " + host + ":" + std::to_string(port));
   } catch (const std::exception& e) {
     std::string what = e.what();
     throw std::runtime_error("cannot reach the job's store at " + host + ":" + std::to_string(port) + ": " +

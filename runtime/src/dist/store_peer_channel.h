@@ -6,13 +6,15 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "ddx/watchdog.h"
 
 namespace ddx::detail {
 
-// nullptr when the store cannot be cloned (a single-process HashStore).
-std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store,
-                                                     std::chrono::milliseconds timeout);
+// nullptr when the store cannot be cloned (a single-process HashStore). A broken connection
+// surfaces as ddx::StoreLost naming `description` (store_host.h: store_description).
+std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store, std::chrono::milliseconds timeout,
+                                                     const std::string& description);
 
 }  // namespace ddx::detail

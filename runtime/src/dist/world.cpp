@@ -1,6 +1,8 @@
-// The job's store and groups: rank 0 hosts a TCPStore at the master endpoint, every rank
-// connects, the world group is built over it, and subgroups get their own store prefixes.
+// The job's store and groups: rank 0 hosts a TCPStore at the master endpoint (under torchrun
+// the agent does), every rank connects, the world group is built over it, and subgroups get
+// their own store prefixes.
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/cuda.h>
 #ifdef DDX_WITH_CUDA
@@ -25,6 +27,8 @@
 #include "ddx/log.h"
 #include "ddx/net_interface.h"
 #include "ddx/process_group.h"
+#include "ddx/store_lost.h"
+#include "store_host.h"
 
 namespace ddx {
 namespace {
@@ -79,6 +83,29 @@ c10::intrusive_ptr<c10d::Store> connect_tcp_store(const std::string& host, int p
            << " (is rank 0 running, and MASTER_ADDR/MASTER_PORT right?): " << e.what();
     }
     throw std::runtime_error(what.str());
+  }
+}
+
+// Under torchrun the agent already hosts a TCPStore at MASTER_ADDR:MASTER_PORT
+// (TORCHELASTIC_USE_AGENT_STORE=True), so every rank, rank 0 included, joins it as a client. The
+// agent keeps that store for the whole run, across restarts: the restarted workers would find
+// the failed attempt's keys (Gloo's rendezvous addresses, the world's check-out count) and pair
+// with processes that are gone. So, as PyTorch's env:// rendezvous does under the agent store,
+// every key of an attempt lives under its own prefix, /worker/attempt_<TORCHELASTIC_RESTART_COUNT>.
+c10::intrusive_ptr<c10d::Store> join_agent_store(const RendezvousInfo& info, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(info.master_port);
+  opts.isServer = false;
+  opts.waitWorkers = false;  // the agent's store is no one's to wait on; Gloo waits for its peers' keys
+  opts.timeout = timeout;
+  try {
+    auto agent = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+    return c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + std::to_string(info.restart_count), agent);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw std::runtime_error("rendezvous failed: rank " + std::to_string(info.rank) + " could not join torchrun's store at " +
+                             info.master_addr + ":" + std::to_string(info.master_port) + " within " + seconds(timeout) +
+                             ": " + what.substr(0, what.find('\n')));
   }
 }
 
@@ -156,8 +183,10 @@ std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGrou
     // The interface Gloo will use, decided (and logged, or refused with one line) before the
     // store connection, so that it is the rank's first line and a bad setting fails at once.
     gloo_interface_choice(ri.master_addr);
-    world->store_ = connect_tcp_store(ri.master_addr, ri.master_port, ri.rank, ri.world_size,
-                                      options.store_timeout);
+    world->store_ = detail::agent_hosts_store(ri)
+                        ? join_agent_store(ri, options.store_timeout)
+                        : connect_tcp_store(ri.master_addr, ri.master_port, ri.rank, ri.world_size,
+                                            options.store_timeout);
   }
   std::vector<int> all(ri.world_size);
   for (int r = 0; r < ri.world_size; ++r) all[r] = r;
@@ -167,7 +196,13 @@ std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGrou
   return world;
 }
 
-World::~World() { shutdown(); }
+World::~World() {
+  try {
+    shutdown();
+  } catch (const std::exception& e) {  // a destructor must not throw; an explicit shutdown() did
+    log::error(e.what());
+  }
+}
 
 Group* World::new_group(const std::string& name, const std::vector<int>& ranks) {
   if (ranks.empty()) throw std::invalid_argument("group " + name + " has no ranks");
@@ -204,18 +239,29 @@ void World::shutdown() {
   // i.e. the job is failing and peers may never check out.
   bool busy = world_ && world_->pending()->load() > 0;
   for (const auto& g : groups_) busy = busy || g->pending()->load() > 0;
+  // A store that is gone by now went away during the run (nothing else is using it here): the
+  // run must fail saying so, never end as if clean, after the groups are released as usual.
+  std::optional<StoreLost> lost;
   if (store_ && info_.world_size > 1 && !busy) {
     try {
-      store_->add("ddx/world/checked_out", 1);
-      if (info_.rank == 0) {
-        const auto deadline = std::chrono::steady_clock::now() + options_.store_timeout;
-        while (store_->add("ddx/world/checked_out", 0) < info_.world_size &&
-               std::chrono::steady_clock::now() < deadline) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      detail::QuietStoreLogs quiet;
+      try {
+        store_->add("ddx/world/checked_out", 1);
+        if (info_.rank == 0) {
+          const auto deadline = std::chrono::steady_clock::now() + options_.store_timeout;
+          while (store_->add("ddx/world/checked_out", 0) < info_.world_size &&
+                 std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          }
         }
+      } catch (const std::exception&) {
+        detail::rethrow_store_failure(detail::store_description(info_));
       }
+    } catch (const StoreLost& e) {
+      lost = e;
     } catch (const std::exception& e) {
-      log::warn("shutdown: could not check out through the store: ", e.what());
+      const std::string what = e.what();
+      log::warn("shutdown: could not check out through the store: ", what.substr(0, what.find('\n')));
     }
   }
   for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) (*it)->shutdown();
@@ -225,6 +271,7 @@ void World::shutdown() {
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
   }
+  if (lost) throw *lost;
 }
 
 }  // namespace ddx
