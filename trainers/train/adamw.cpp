@@ -3,6 +3,7 @@
 // the parameter, gradient and both moments come from memory once per step instead of once per
 // kernel (about 3x faster on CPU than the whole-tensor sequence, and bit-identical to it, as any
 // slice already is); the weight-decay multiply is skipped when it multiplies by exactly 1.
+// --fused-adamw trades that exactness for at::_fused_adamw_'s single kernel per tensor.
 #include "train/adamw.h"
 
 #include <cmath>
@@ -15,6 +16,19 @@ namespace {
 // a chunk into vector and scalar parts exactly as it splits the whole tensor.
 constexpr int64_t kChunk = int64_t{1} << 17;
 
+double squared_norm(const torch::Tensor& g) {
+  const double n = torch::linalg_vector_norm(g, 2, c10::nullopt, false, torch::kFloat32).item<double>();
+  return n * n;
+}
+
+// torch.optim.AdamW(fused=True)'s kernel on one tensor; the step count is the float32 tensor on
+// the parameter's device that torch.optim keeps for it (the kernel reads it, the caller counts).
+void fused_update(torch::Tensor& param, const torch::Tensor& grad, AdamWState& s, double lr, const AdamWConfig& c) {
+  const torch::Tensor step = torch::full({}, static_cast<double>(s.step), param.options().dtype(torch::kFloat32));
+  at::_fused_adamw_({param}, {grad}, {s.exp_avg}, {s.exp_avg_sq}, {}, {step}, lr, c.beta1, c.beta2, c.weight_decay,
+                    c.eps, /*amsgrad=*/false, /*maximize=*/false);
+}
+
 // On a GPU the whole-tensor kernels already run at memory speed, and chunks would only add launches.
 bool chunkable(const torch::Tensor& param, const torch::Tensor& grad, const AdamWState& s) {
   return param.is_cpu() && param.is_contiguous() && grad.is_contiguous() && s.exp_avg.is_contiguous() && s.exp_avg_sq.is_contiguous() &&
@@ -23,7 +37,8 @@ bool chunkable(const torch::Tensor& param, const torch::Tensor& grad, const Adam
 
 }  // namespace
 
-void AdamW::update(const std::string& name, torch::Tensor& param, const torch::Tensor& grad, double lr) {
+void AdamW::update(const std::string& name, torch::Tensor& param, const torch::Tensor& grad, double lr,
+                   double* grad_norm_sq) {
   torch::NoGradGuard no_grad;
   AdamWState& s = state_[name];
   if (!s.exp_avg.defined()) {
@@ -31,6 +46,11 @@ void AdamW::update(const std::string& name, torch::Tensor& param, const torch::T
     s.exp_avg_sq = torch::zeros_like(param, torch::MemoryFormat::Preserve);
   }
   s.step += 1;
+  if (config_.fused) {
+    if (grad_norm_sq) *grad_norm_sq += squared_norm(grad);
+    fused_update(param, grad, s, lr, config_);
+    return;
+  }
   const double beta1 = config_.beta1, beta2 = config_.beta2;
   const double decay = 1.0 - lr * config_.weight_decay;
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(s.step));
@@ -47,6 +67,7 @@ void AdamW::update(const std::string& name, torch::Tensor& param, const torch::T
     p.addcdiv_(m, denom, -step_size);
   };
   if (!chunkable(param, grad, s)) {
+    if (grad_norm_sq) *grad_norm_sq += squared_norm(grad);
     update_slice(param, grad, s.exp_avg, s.exp_avg_sq, torch::empty_like(s.exp_avg_sq));
     return;
   }
@@ -60,7 +81,9 @@ void AdamW::update(const std::string& name, torch::Tensor& param, const torch::T
   const int64_t n = p.numel();
   for (int64_t begin = 0; begin < n; begin += kChunk) {
     const int64_t len = std::min(kChunk, n - begin);
-    update_slice(p.narrow(0, begin, len), g.narrow(0, begin, len), m.narrow(0, begin, len), v.narrow(0, begin, len),
+    const torch::Tensor g_chunk = g.narrow(0, begin, len);
+    if (grad_norm_sq) *grad_norm_sq += squared_norm(g_chunk);
+    update_slice(p.narrow(0, begin, len), g_chunk, m.narrow(0, begin, len), v.narrow(0, begin, len),
                  scratch.narrow(0, 0, len));
   }
 }

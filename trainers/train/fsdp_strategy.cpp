@@ -78,6 +78,7 @@ void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models
   }
   AdamWConfig config;
   config.weight_decay = c.options.weight_decay;
+  config.fused = c.options.fused_adamw;
   optimizer_ = std::make_unique<AdamW>(config);
   int64_t shard_numel = 0;
   for (const auto& unit : units_) shard_numel += unit->layout().shard_numel;
