@@ -246,8 +246,7 @@ double PpStrategy::grad_norm_sq() const {
   double local = 0;
   for (const auto& [name, p] : parameters_) {
     if (!p.grad().defined() || (tied_.count(name) && pp_->rank() != owner_.at(name))) continue;
-    const double n = torch::linalg_vector_norm(p.grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
-    local += n * n;
+    add_squared_norm(p.grad(), local);
   }
   auto total = torch::tensor({local}, torch::kFloat64);
   all_reduce(*pp_, total).wait();

@@ -42,13 +42,11 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
 }
 
 double ReplicatedStrategy::grad_norm_sq() const {
-  // One pass per tensor, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms);
-  // computed in float32 even for bf16 gradients.
+  // One pass, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms, here of
+  // chunks for accuracy); computed in float32 even for bf16 gradients.
   double total = 0;
   for (const auto& [name, p] : parameters_) {
-    if (!p.grad().defined()) continue;
-    const double n = torch::linalg_vector_norm(p.grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
-    total += n * n;
+    if (p.grad().defined()) add_squared_norm(p.grad(), total);
   }
   return total;
 }
@@ -71,8 +69,8 @@ void ReplicatedStrategy::update_all(double lr, double* grad_norm_sq) {
 
 double ReplicatedStrategy::optimizer_step(double lr, double max_grad_norm) {
   if (norm_in_update_ && max_grad_norm <= 0) {
-    // The norm is only reported: one read of the gradients fewer (summed chunk by chunk, so it
-    // may differ from grad_norm_sq()'s in the last bits; the update itself does not read it).
+    // The norm is only reported: read inside the update, one pass over the gradients fewer
+    // (the same sum as grad_norm_sq()'s, so a clipped run reports the same norm).
     double sq = 0;
     update_all(lr, &sq);
     zero_gradients();
