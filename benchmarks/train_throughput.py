@@ -67,7 +67,7 @@ def ddx_run(args, workdir, extra=(), steps=None):
         os.remove(metrics)
     cmd = [args.ddx, "train", "-m", ddx_model(args, workdir), "-b", str(args.batch), "-s", str(args.seq),
            "--max-steps", str(steps or args.steps), "--log-freq", "1", "--no-progress", "--lr", "1e-4",
-           "--metrics-file", metrics, "--save-dir", workdir, *extra]
+           "--metrics-file", metrics, "--save-dir", workdir, *(["--fused-adamw"] if args.fused_adamw else []), *extra]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
     if done.returncode != 0:
@@ -76,11 +76,16 @@ def ddx_run(args, workdir, extra=(), steps=None):
         return [json.loads(line) for line in f][args.warmup:]
 
 
+def eager_args(args):
+    """The eager worker's command line (its own process: its peak RSS is its own)."""
+    return [sys.executable, os.path.abspath(__file__), "--eager-worker", "--ddx", args.ddx, "--model", args.model,
+            "--batch", str(args.batch), "--seq", str(args.seq), "--threads", str(args.threads),
+            *(["--fused-adamw"] if args.fused_adamw else [])]
+
+
 def eager_run(args):
-    """The PyTorch side in its own process (its peak RSS is its own): {rates, peak_rss_bytes}."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--eager-worker", "--ddx", args.ddx, "--model", args.model,
-           "--batch", str(args.batch), "--seq", str(args.seq), "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--threads", str(args.threads)]
+    """The PyTorch side: {rates, peak_rss_bytes}."""
+    cmd = eager_args(args) + ["--steps", str(args.steps), "--warmup", str(args.warmup)]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True,
                           env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -108,7 +113,7 @@ def eager_worker(args):
     torch.manual_seed(0)
     cfg = config_of(args.model)
     model = Llama(cfg) if cfg.get("model_type") == "llama" else GPT2(cfg)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0, fused=True if args.fused_adamw else None)
     vocab = cfg["vocab_size"]
     rates = []
     for step in range(args.steps):
@@ -185,6 +190,8 @@ def main():
     p.add_argument("--rounds", type=int, default=3, help="runs of each side, alternating")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads of both sides")
     p.add_argument("--profile", metavar="DIR", help="then profile both sides and compare them op by op")
+    p.add_argument("--fused-adamw", action="store_true",
+                   help="both sides use the fused AdamW kernel (ddx --fused-adamw, torch.optim.AdamW(fused=True))")
     p.add_argument("--eager-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--eager-profile", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -203,7 +210,8 @@ def main():
             round_ratios.append(statistics.median(d) / statistics.median(eager["rates"]))
         d, r = statistics.median(ddx_rates), statistics.median(eager_rates)
         print(f"model {args.model}, batch {args.batch} x {args.seq} tokens, {args.rounds} alternating rounds of "
-              f"{args.steps - args.warmup} timed steps per side, torch {torch.__version__}, {args.threads} thread(s) each")
+              f"{args.steps - args.warmup} timed steps per side, torch {torch.__version__}, {args.threads} thread(s) each"
+              + (", fused AdamW on both" if args.fused_adamw else ""))
         print(f"{'':24s} {'median tokens/s':>16s} {'peak RSS MiB':>13s}")
         print(f"{'ddx train (C++)':24s} {d:16.1f} {ddx_rss / 2**20:13.0f}")
         print(f"{'PyTorch eager (Python)':24s} {r:16.1f} {eager_rss / 2**20:13.0f}")
@@ -213,9 +221,7 @@ def main():
             os.makedirs(args.profile, exist_ok=True)
             ddx = ddx_profile(args, workdir)
             args.eager_profile = os.path.join(os.path.abspath(args.profile), "eager_trace.json")
-            cmd = [sys.executable, os.path.abspath(__file__), "--eager-worker", "--ddx", args.ddx, "--model",
-                   args.model, "--batch", str(args.batch), "--seq", str(args.seq), "--steps", "1", "--warmup", "0",
-                   "--threads", str(args.threads), "--eager-profile", args.eager_profile]
+            cmd = eager_args(args) + ["--steps", "1", "--warmup", "0", "--eager-profile", args.eager_profile]
             done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True,
                                   env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
             print_profiles(ddx, json.loads(done.stdout.strip().splitlines()[-1])["profile"])

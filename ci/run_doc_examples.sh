@@ -172,6 +172,8 @@ skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchm
 skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --rounds 3 --steps 5 --warmup 1
 skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model llama-100m --batch 2 --seq 128 --rounds 2 --steps 4 --warmup 1
 skip a benchmark (ci/test.sh runs it; docs/performance.md shows its numbers)	build/bin/train_step_bench --benchmark_min_time=0.2
+cheap	ddx train -m debug --max-steps 20 --fused-adamw
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --rounds 2 --steps 5 --warmup 1 --fused-adamw
 EOF
 }
 

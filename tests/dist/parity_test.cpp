@@ -52,7 +52,7 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
   EXPECT_EQ(o.exit_code, 0) << o.output;
   ASSERT_TRUE(o.report.contains("runs")) << o.output;
   EXPECT_TRUE(o.report["passed"].get<bool>());
-  for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view", "fsdp", "fsdp-zero2", "fsdp-accum2",
+  for (const char* name : {"ddp", "ddp-accum2", "ddp-zero1", "ddp-bucket-view", "ddp-fused-adamw", "fsdp", "fsdp-zero2", "fsdp-accum2",
                            "fsdp-recompute", "tp", "tp-sp", "tp-accum2",
                            "pp-gpipe", "pp-1f1b", "pp-interleaved", "pp-dp"}) {
     for (int n : {2, 4}) {

@@ -107,6 +107,18 @@ TEST_F(TrainTest, ResumeContinuesBitIdentically) {
   EXPECT_EQ(file_checksum(weights("straight")), file_checksum(weights("resumed")));
 }
 
+// --fused-adamw runs torch's fused kernel: within the parity tolerance of the exact default but
+// not bit-identical to it (so the flag really changes the kernel), and deterministic, so a
+// resumed run still matches the uninterrupted one bit for bit.
+TEST_F(TrainTest, FusedAdamWIsCloseToTheExactDefaultAndResumes) {
+  ASSERT_EQ(train(0, "exact", {"--max-steps", "20", "--final-weights", weights("exact")}).exit_code, 0);
+  auto fused = train(0, "fused", {"--fused-adamw", "--max-steps", "20", "--final-weights", weights("fused")});
+  ASSERT_EQ(fused.exit_code, 0) << fused.output;
+  expect_same_run("exact", "fused", 1e-5);
+  EXPECT_NE(file_checksum(weights("exact")), file_checksum(weights("fused")));
+  expect_resume_is_bit_identical(0, {"--fused-adamw", "--ckpt-freq", "3"}, "fused-resume");
+}
+
 // A mismatched checkpoint is refused; a corrupt newest one falls back to the previous one
 // (the only one corrupt is refused: FsdpTest.BadInputFailsWithOneLineAndKeepsFiles).
 TEST_F(TrainTest, CorruptOrMismatchedCheckpointIsRefused) {

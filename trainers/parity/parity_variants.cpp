@@ -14,6 +14,8 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "ddp", "--zero1"}, 1},
       {"ddp-bucket-view", "data parallel with .grad aliasing the buckets",
        {"--strategy", "ddp", "--grad-as-bucket-view"}, 1},
+      {"ddp-fused-adamw", "data parallel with --fused-adamw: last-bit differences from the exact baseline's AdamW",
+       {"--strategy", "ddp", "--fused-adamw"}, 1},
       {"fsdp", "fully sharded: per-unit all-gather, reshard after forward (ZeRO-3), prefetch 1",
        {"--strategy", "fsdp"}, 1},
       {"fsdp-zero2", "fully sharded, gathered weights kept from forward to backward (ZeRO-2), prefetch 2",

@@ -81,6 +81,7 @@ void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models
   }
   AdamWConfig config;
   config.weight_decay = c.options.weight_decay;
+  config.fused = c.options.fused_adamw;
   optimizer_ = std::make_unique<AdamW>(config);
   int64_t shard_numel = 0;
   for (const auto& unit : units_) shard_numel += unit->layout().shard_numel;
@@ -334,9 +335,7 @@ double FsdpStrategy::grad_norm_sq() {
   // Local shards' squares summed over the group (padding rows are zero).
   double local = 0;
   for (const auto& unit : units_) {
-    if (!unit->flat_shard_grad().defined()) continue;
-    const double n = torch::linalg_vector_norm(unit->flat_shard_grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
-    local += n * n;
+    if (unit->flat_shard_grad().defined()) add_squared_norm(unit->flat_shard_grad(), local);
   }
   auto total = torch::tensor({local}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   all_reduce(*group_, total).wait();

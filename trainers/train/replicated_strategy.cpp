@@ -9,7 +9,10 @@
 
 namespace ddx::train {
 
-void ReplicatedStrategy::setup(const StrategyContext& c) { build(c, {}); }
+void ReplicatedStrategy::setup(const StrategyContext& c) {
+  build(c, {});
+  norm_in_update_ = true;
+}
 
 void ReplicatedStrategy::build(const StrategyContext& c, const models::TensorParallel& tp) {
   world_ = &c.world;
@@ -19,6 +22,7 @@ void ReplicatedStrategy::build(const StrategyContext& c, const models::TensorPar
   for (auto& item : model_->named_parameters()) parameters_.emplace_back(item.key(), item.value());
   AdamWConfig config;
   config.weight_decay = c.options.weight_decay;
+  config.fused = c.options.fused_adamw;
   optimizer_ = std::make_unique<AdamW>(config);
 }
 
@@ -38,13 +42,11 @@ double ReplicatedStrategy::forward_backward(const MicroBatch& batch, double loss
 }
 
 double ReplicatedStrategy::grad_norm_sq() const {
-  // One pass per tensor, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms);
-  // computed in float32 even for bf16 gradients.
+  // One pass, no temporaries (as clip_grad_norm_ does: the norm of per-tensor norms, here of
+  // chunks for accuracy); computed in float32 even for bf16 gradients.
   double total = 0;
   for (const auto& [name, p] : parameters_) {
-    if (!p.grad().defined()) continue;
-    const double n = torch::linalg_vector_norm(p.grad(), 2, c10::nullopt, false, torch::kFloat32).item<double>();
-    total += n * n;
+    if (p.grad().defined()) add_squared_norm(p.grad(), total);
   }
   return total;
 }
@@ -55,15 +57,25 @@ void ReplicatedStrategy::zero_gradients() {
   }
 }
 
-void ReplicatedStrategy::apply_updates(double lr) {
+void ReplicatedStrategy::apply_updates(double lr) { update_all(lr, nullptr); }
+
+void ReplicatedStrategy::update_all(double lr, double* grad_norm_sq) {
   for (auto& [name, p] : parameters_) {
     if (!p.grad().defined()) continue;
     torch::Tensor param = p.detach();
-    optimizer_->update(name, param, p.grad(), lr);
+    optimizer_->update(name, param, p.grad(), lr, grad_norm_sq);
   }
 }
 
 double ReplicatedStrategy::optimizer_step(double lr, double max_grad_norm) {
+  if (norm_in_update_ && max_grad_norm <= 0) {
+    // The norm is only reported: read inside the update, one pass over the gradients fewer
+    // (the same sum as grad_norm_sq()'s, so a clipped run reports the same norm).
+    double sq = 0;
+    update_all(lr, &sq);
+    zero_gradients();
+    return std::sqrt(sq);
+  }
   const double norm = std::sqrt(grad_norm_sq());
   if (max_grad_norm > 0) {
     // torch.nn.utils.clip_grad_norm_'s rule: scale by max/(norm + 1e-6) when that is < 1.

@@ -34,6 +34,8 @@ class ReplicatedStrategy : public Strategy {
   void build(const StrategyContext& context, const models::TensorParallel& tp);
   // The update itself, after clipping; ZeRO-1 overrides it to update only its partition.
   virtual void apply_updates(double lr);
+  // Every parameter's update; with `grad_norm_sq`, the update also sums the squared gradients.
+  void update_all(double lr, double* grad_norm_sq);
   // Global squared gradient norm (all parameters here; TP sums its shards over the group).
   virtual double grad_norm_sq() const;
   virtual void zero_gradients();
@@ -48,6 +50,10 @@ class ReplicatedStrategy : public Strategy {
   std::unique_ptr<AdamW> optimizer_;
   torch::Device device_ = torch::kCPU;
   World* world_ = nullptr;
+  // The single strategy: the global norm is the sum over the parameters update_all() visits, so
+  // with nothing to clip it is read during the update (setup() sets it; the subclasses' norms
+  // span a group or their updates a partition, so they keep the separate pass).
+  bool norm_in_update_ = false;
 };
 
 }  // namespace ddx::train

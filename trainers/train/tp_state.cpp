@@ -49,8 +49,7 @@ double sharded_grad_norm_sq(const std::vector<std::pair<std::string, torch::Tens
   double sharded = 0, replicated = 0;
   for (const auto& [name, g] : grads) {
     if (!g.defined() || g.numel() == 0) continue;
-    const double n = torch::linalg_vector_norm(g, 2, c10::nullopt, false, torch::kFloat32).item<double>();
-    (shards.count(name) ? sharded : replicated) += n * n;
+    add_squared_norm(g, shards.count(name) ? sharded : replicated);
   }
   auto total = torch::tensor({sharded + (tp_rank == 0 ? replicated : 0.0)}, torch::kFloat64);
   all_reduce(sum_over, total).wait();

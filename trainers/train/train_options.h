@@ -33,6 +33,7 @@ struct TrainOptions {
   int64_t lr_decay_steps = 1000;  // cosine to lr*0.01 over this many steps (the guide's T_max)
   double weight_decay = 0.0;
   double max_grad_norm = 0.0;     // 0: no clipping
+  bool fused_adamw = false;       // at::_fused_adamw_: faster, not bit-identical to the default
   std::string strategy = "single";
   std::string metrics_file;       // default: <experiment dir>/metrics.jsonl or <save-dir>/metrics.jsonl
   std::string plot_file;          // default: next to the metrics file, loss.svg
