@@ -415,8 +415,10 @@ RowResult run_row(const Options& o, const RowSpec& spec, const Reference& refere
              "): run the matrix as root (CAP_SYS_ADMIN); the node's own /dev/shm is never filled";
     return r;
   }
+  Options row_options = o;
+  row_options.collective_timeout_s = std::max(o.collective_timeout_s, spec.min_collective_timeout_s);
   const Job job = spec.job == "train" ? run_job(o, spec.kind, dir,
-                                                train_argv(o, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0, spec.shm_size))
+                                                train_argv(row_options, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0, spec.shm_size))
                                       : run_job(o, spec.kind, dir, pairs_argv(o, dir), {{"DDX_FAULT", join(r.faults, ";")}});
   r.exit_code = job.outcome.exit_code;
   r.timed_out = job.outcome.timed_out;
