@@ -1,11 +1,13 @@
 include(GoogleTest)
 
-# ddx_add_gtest(NAME SOURCES a.cpp... [LIBS ...] [LABELS ...] [TIMEOUT s] [DEPENDS targets...])
+# ddx_add_gtest(NAME SOURCES a.cpp... [LIBS ...] [LABELS ...] [TIMEOUT s] [DEPENDS targets...] [SERIAL])
 # One GoogleTest executable; each TEST becomes its own CTest entry with a hard timeout.
+# SERIAL: its tests run alone under ctest -j (they judge rates between ranks, which other tests'
+# processes on the same cores would skew).
 # Tests that start processes get the paths of the binaries they drive as compile definitions:
 #   DDX_BIN (the ddx front end), DDX_TEST_WORKER (tests/workers/test_worker).
 function(ddx_add_gtest name)
-  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS;DEPENDS" ${ARGN})
+  cmake_parse_arguments(T "SERIAL" "TIMEOUT" "SOURCES;LIBS;LABELS;DEPENDS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
@@ -31,7 +33,12 @@ function(ddx_add_gtest name)
   if(label_count GREATER 1)
     message(FATAL_ERROR "ddx_add_gtest(${name}): give one label, got ${T_LABELS}")
   endif()
+  if(T_SERIAL)
+    set(serial TRUE)
+  else()
+    set(serial FALSE)
+  endif()
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
-    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS ${T_LABELS})
+    PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS ${T_LABELS} RUN_SERIAL ${serial})
 endfunction()
