@@ -148,6 +148,9 @@ void timeout(World& world) {
 void shutdown_pending(World& world) {
   Group& g = world.world();
   if (world.rank() == 0) {
+    // Rank 1 may still be in Gloo's connect through the store when rank 0 is already done with
+    // its own; rank 0 leaving first would take the store away from it mid-rendezvous.
+    world.store().wait({"ddx/test/rank1-ready"});
     auto t = torch::ones({8});
     Work pending = all_reduce(g, t);
     const auto t0 = std::chrono::steady_clock::now();
@@ -157,7 +160,8 @@ void shutdown_pending(World& world) {
     std::fflush(stdout);
     std::_Exit(0);  // the abandoned backend is not destroyed
   }
-  // Rank 1 waits until rank 0 is gone (its store closes), then leaves.
+  // Rank 1, its world built, lets rank 0 go on, waits until rank 0 is gone, then leaves.
+  world.store().set("ddx/test/rank1-ready", std::vector<uint8_t>{1});
   std::this_thread::sleep_for(std::chrono::seconds(2));
   std::_Exit(0);
 }
