@@ -14,6 +14,7 @@
 #include "ddx/errors.h"
 #include "models/causal_lm.h"
 #include "models/hf_checkpoint.h"
+#include "models/layers.h"
 #include "models/safetensors.h"
 #include "models_test_util.h"
 
@@ -137,6 +138,66 @@ TEST(CausalLM, ForwardIsCausalAndEveryParameterGetsAGradient) {
     }
     EXPECT_THROW(model->forward(sample_tokens(config, 1, config.max_position_embeddings + 1)), c10::Error);
   }
+}
+
+// Every parameter's gradient, summed over two micro-batches, with forward() (a tied embedding's
+// gradient is then only the rows used, added into the head's: tied_embedding()) or with the
+// units run apart (the whole-table gradient).
+std::map<std::string, torch::Tensor> gradients(CausalLM& model, const torch::Tensor& tokens, bool through_forward) {
+  model.zero_grad();
+  for (int64_t micro = 0; micro < tokens.size(0); ++micro) {
+    const torch::Tensor batch = tokens[micro];
+    torch::Tensor logits;
+    if (through_forward) {
+      logits = model.forward(batch);
+    } else {
+      torch::Tensor h = model.embed(batch);
+      for (int64_t i = 0; i < model.config().num_layers; ++i) h = model.block(i, h);
+      logits = model.head(h);
+    }
+    causal_lm_loss_sum(logits, batch.roll(-1, 1)).sum.backward();
+  }
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model.named_parameters()) out[p.key()] = p.value().grad().clone();
+  return out;
+}
+
+TEST(CausalLM, TiedEmbeddingGradientIsTheWholeTableOneBitForBit) {
+  ModelConfig tied_llama = model_config_from_preset("debug-llama");
+  tied_llama.tie_embeddings = true;
+  const std::vector<std::pair<ModelConfig, torch::Dtype>> cases = {
+      {model_config_from_preset("debug"), torch::kFloat32},
+      {model_config_from_preset("debug"), torch::kBFloat16},
+      {tied_llama, torch::kFloat32}};
+  for (const auto& [config, dtype] : cases) {
+    SCOPED_TRACE(config.name + (dtype == torch::kBFloat16 ? " bf16" : " fp32"));
+    auto model = build_model(config, 5, torch::kCPU, dtype);
+    // Few distinct tokens: rows repeat, so the order each row's gradients are summed in matters.
+    torch::manual_seed(4);
+    const torch::Tensor tokens = torch::randint(9, {2, 3, 21}, torch::kInt64) * 11;
+    const auto whole_table = gradients(*model, tokens, false);
+    const auto rows_used = gradients(*model, tokens, true);
+    for (const auto& [name, g] : whole_table) {
+      ASSERT_EQ(rows_used.at(name).layout(), torch::kStrided) << name;
+      EXPECT_TRUE(torch::equal(rows_used.at(name), g)) << name;
+    }
+  }
+}
+
+TEST(CausalLM, TiedEmbeddingLookupDifferentiatesToTheRowsUsed) {
+  torch::manual_seed(6);
+  const torch::Tensor weight = torch::randn({50, 4}).requires_grad_();
+  const torch::Tensor ids = torch::tensor({{7, 3, 7}, {41, 3, 7}}, torch::kInt64);
+  const torch::Tensor out = detail::tied_embedding(weight, ids);
+  EXPECT_TRUE(torch::equal(out, torch::embedding(weight, ids)));
+  const torch::Tensor upstream = torch::randn({2, 3, 4});
+  // Alone, with no head's gradient to add it into, the weight's gradient stays sparse.
+  const torch::Tensor g = torch::autograd::grad({out}, {weight}, {upstream})[0];
+  ASSERT_TRUE(g.is_sparse());
+  EXPECT_TRUE(g.is_coalesced());
+  EXPECT_TRUE(torch::equal(g._indices(), torch::tensor({{3, 7, 41}}, torch::kInt64)));
+  const torch::Tensor dense = torch::autograd::grad({torch::embedding(weight, ids)}, {weight}, {upstream})[0];
+  EXPECT_TRUE(torch::equal(g.to_dense(), dense));
 }
 
 TEST(CausalLM, UnitsPartitionTheParameters) {

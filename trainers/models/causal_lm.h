@@ -23,8 +23,14 @@ class CausalLM : public torch::nn::Module {
   // The tensor-parallel split this model was built with (none: every parameter is full).
   const TensorParallel& tensor_parallel() const { return tp_; }
 
+  // Where the head's use of a tied embedding weight is, for embed()'s gradient. kInSameGraph:
+  // head() runs on this output within the same autograd graph (forward() does), so the
+  // lookup's gradient may be only the rows it used, which autograd adds into the head's
+  // gradient of the same weight (tied_embedding() in layers.h). kSeparate: anything else
+  // (strategies that run units apart, pipeline stages): the lookup's gradient is a whole table.
+  enum class TiedHead { kSeparate, kInSameGraph };
   // tokens [B, T] int64 -> hidden [B, T, D]
-  virtual torch::Tensor embed(const torch::Tensor& tokens) = 0;
+  virtual torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied = TiedHead::kSeparate) = 0;
   // One transformer block, i in [0, num_layers).
   virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
   // hidden [B, T, D] -> logits [B, T, V] (under tensor parallelism: this rank's vocabulary
@@ -34,7 +40,7 @@ class CausalLM : public torch::nn::Module {
   LossSum loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
   torch::Tensor forward(const torch::Tensor& tokens) {
-    torch::Tensor h = embed(tokens);
+    torch::Tensor h = embed(tokens, TiedHead::kInSameGraph);
     for (int64_t i = 0; i < config_.num_layers; ++i) h = block(i, h);
     return head(h);
   }

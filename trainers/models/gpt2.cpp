@@ -98,7 +98,7 @@ class Gpt2 : public CausalLM {
                                                c.hidden_size, c.vocab_size, std::vector<Range>{wte->rows}, false, tp, o));
   }
 
-  torch::Tensor embed(const torch::Tensor& tokens) override {
+  torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied) override {
     const int64_t t = tokens.size(1);
     TORCH_CHECK(t <= config().max_position_embeddings, "sequence length ", t,
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
@@ -106,7 +106,7 @@ class Gpt2 : public CausalLM {
     const Range seq = sequence_range(t, tensor_parallel());
     RECORD_USER_SCOPE("ddx::embedding");
     torch::Tensor positions = torch::arange(seq.begin, seq.end, tokens.options().dtype(torch::kInt64));
-    return wte->forward(tokens) + wpe->forward(positions);
+    return wte->forward(tokens, !lm_head && tied == TiedHead::kInSameGraph) + wpe->forward(positions);
   }
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override { return blocks.at(i)->forward(hidden); }

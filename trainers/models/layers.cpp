@@ -26,6 +26,39 @@ Embedding::Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& opti
   weight = register_parameter("weight", new_parameter({rows, dim}, options));
 }
 
+namespace {
+
+class TiedEmbeddingLookup : public torch::autograd::Function<TiedEmbeddingLookup> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& weight,
+                               const torch::Tensor& ids) {
+    ctx->save_for_backward({ids});
+    ctx->saved_data["rows"] = weight.size(0);
+    return torch::embedding(weight, ids);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::Tensor ids = ctx->get_saved_variables()[0];
+    // `position[i]` is ids[i]'s index among the sorted distinct ids `used`.
+    const auto [used, position, counts] = at::_unique2(ids, /*sorted=*/true, /*return_inverse=*/true);
+    const torch::Tensor rows = at::embedding_dense_backward(grads[0], position, used.numel(), /*padding_idx=*/-1,
+                                                            /*scale_grad_by_freq=*/false);
+    const int64_t table_rows = ctx->saved_data["rows"].toInt();
+    torch::Tensor gradient = at::sparse_coo_tensor(used.unsqueeze(0), rows, {table_rows, rows.size(1)},
+                                                   rows.options().layout(torch::kSparse), /*is_coalesced=*/true);
+    return {gradient, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids) {
+  if (!weight.is_cpu() || !weight.requires_grad() || !torch::GradMode::is_enabled()) {
+    return torch::embedding(weight, ids);
+  }
+  return TiedEmbeddingLookup::apply(weight, ids);
+}
+
 torch::Tensor Embedding::forward(const torch::Tensor& ids) const { return torch::embedding(weight, ids); }
 
 LayerNorm::LayerNorm(int64_t dim, double eps_, const torch::TensorOptions& options) : eps(eps_) {

@@ -105,11 +105,11 @@ class Llama : public CausalLM {
                                                c.hidden_size, c.vocab_size, std::vector<Range>{tok_embeddings->rows}, false, tp, o));
   }
 
-  torch::Tensor embed(const torch::Tensor& tokens) override {
+  torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied) override {
     TORCH_CHECK(tokens.size(1) <= config().max_position_embeddings, "sequence length ", tokens.size(1),
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
     RECORD_USER_SCOPE("ddx::embedding");
-    return tok_embeddings->forward(tokens);
+    return tok_embeddings->forward(tokens, !lm_head && tied == TiedHead::kInSameGraph);
   }
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override {

@@ -222,8 +222,8 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab_, int64_t dim_, con
   weight = register_parameter("weight", detail::new_parameter({rows.size(), dim}, options));
 }
 
-torch::Tensor VocabParallelEmbedding::forward(const torch::Tensor& ids) const {
-  if (!split(tp)) return torch::embedding(weight, ids);
+torch::Tensor VocabParallelEmbedding::forward(const torch::Tensor& ids, bool tied_in_graph) const {
+  if (!split(tp)) return tied_in_graph ? detail::tied_embedding(weight, ids) : torch::embedding(weight, ids);
   torch::Tensor outside = ids.lt(rows.begin).logical_or(ids.ge(rows.end));
   torch::Tensor partial = torch::embedding(weight, (ids - rows.begin).masked_fill(outside, 0))
                               .masked_fill(outside.unsqueeze(-1), 0);
