@@ -23,11 +23,11 @@ class CausalLM : public torch::nn::Module {
   // The tensor-parallel split this model was built with (none: every parameter is full).
   const TensorParallel& tensor_parallel() const { return tp_; }
 
-  // Where the head's use of a tied embedding weight is, for embed()'s gradient. kInSameGraph:
-  // head() runs on this output within the same autograd graph (forward() does), so the
-  // lookup's gradient may be only the rows it used, which autograd adds into the head's
-  // gradient of the same weight (tied_embedding() in layers.h). kSeparate: anything else
-  // (strategies that run units apart, pipeline stages): the lookup's gradient is a whole table.
+  // Whether embed() and head() run in one autograd graph (forward() runs them so), for a tied
+  // embedding weight. kInSameGraph: the lookup's gradient may be only the rows it used, added
+  // in place into the head's gradient of the same weight (tied_embedding() in layers.h).
+  // kSeparate: anything else (strategies that run units apart, pipeline stages), where each
+  // use's gradient must be a whole table.
   enum class TiedHead { kSeparate, kInSameGraph };
   // tokens [B, T] int64 -> hidden [B, T, D]
   virtual torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied = TiedHead::kSeparate) = 0;
@@ -35,14 +35,14 @@ class CausalLM : public torch::nn::Module {
   virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
   // hidden [B, T, D] -> logits [B, T, V] (under tensor parallelism: this rank's vocabulary
   // slice [B, T, V/N]; never the full logits)
-  virtual torch::Tensor head(const torch::Tensor& hidden) = 0;
+  virtual torch::Tensor head(const torch::Tensor& hidden, TiedHead tied = TiedHead::kSeparate) = 0;
   // The summed token loss of head()'s logits: causal_lm_loss_sum(), or its vocab-parallel form.
   LossSum loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
   torch::Tensor forward(const torch::Tensor& tokens) {
     torch::Tensor h = embed(tokens, TiedHead::kInSameGraph);
     for (int64_t i = 0; i < config_.num_layers; ++i) h = block(i, h);
-    return head(h);
+    return head(h, TiedHead::kInSameGraph);
   }
 
   // The module of block i, and of the embedding and head units, for strategies that shard or

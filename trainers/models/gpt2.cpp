@@ -111,10 +111,10 @@ class Gpt2 : public CausalLM {
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override { return blocks.at(i)->forward(hidden); }
 
-  torch::Tensor head(const torch::Tensor& hidden) override {
+  torch::Tensor head(const torch::Tensor& hidden, TiedHead tied) override {
     RECORD_USER_SCOPE("ddx::head");
-    torch::Tensor h = ln_f->forward(hidden);
-    return torch::linear(enter_tp_region(h, tensor_parallel()), lm_head ? lm_head->weight : wte->weight);
+    const torch::Tensor h = enter_tp_region(ln_f->forward(hidden), tensor_parallel());
+    return lm_head ? torch::linear(h, lm_head->weight) : wte->logits(h, tied == TiedHead::kInSameGraph);
   }
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }

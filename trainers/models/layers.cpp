@@ -50,13 +50,37 @@ class TiedEmbeddingLookup : public torch::autograd::Function<TiedEmbeddingLookup
   }
 };
 
+class TiedHeadProduct : public torch::autograd::Function<TiedHeadProduct> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
+                               const torch::Tensor& weight) {
+    ctx->save_for_backward({hidden, weight});
+    return torch::linear(hidden, weight);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& hidden = saved[0];
+    const torch::Tensor& weight = saved[1];
+    // linear's own backward products over [B*T, D] (its matmul folds the batch): the same
+    // calls, so the same bits; the weight's is returned as the product itself.
+    const torch::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
+    return {g.mm(weight).view_as(hidden), g.t().mm(hidden.reshape({-1, hidden.size(-1)}))};
+  }
+};
+
+bool cheaper_on_this_device(const torch::Tensor& weight) {
+  return weight.is_cpu() && weight.requires_grad() && torch::GradMode::is_enabled();
+}
+
 }  // namespace
 
 torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids) {
-  if (!weight.is_cpu() || !weight.requires_grad() || !torch::GradMode::is_enabled()) {
-    return torch::embedding(weight, ids);
-  }
-  return TiedEmbeddingLookup::apply(weight, ids);
+  return cheaper_on_this_device(weight) ? TiedEmbeddingLookup::apply(weight, ids) : torch::embedding(weight, ids);
+}
+
+torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight) {
+  return cheaper_on_this_device(weight) ? TiedHeadProduct::apply(hidden, weight) : torch::linear(hidden, weight);
 }
 
 torch::Tensor Embedding::forward(const torch::Tensor& ids) const { return torch::embedding(weight, ids); }

@@ -25,17 +25,20 @@ class SkeletonScope {
   bool previous_;
 };
 
-// torch::embedding(weight, ids) for an embedding the LM head shares (tied), when the head
-// uses `weight` in the same autograd graph. Its gradient is only the rows `ids` used, as a
-// coalesced sparse tensor that autograd adds into the head's dense gradient of the same weight
-// in place. The dense backward instead zero-fills a whole [V, D] table and then adds two of
-// them: for GPT-2 on a CPU, 154 MB each and ~0.4 s of a 3.5 s step, in both LibTorch and
-// PyTorch eager. Exact: each row is summed by the dense backward's own kernel over a table of
-// only the used rows, so in the same order; a row's total is then head + rows, the same bits
-// as rows + head. Anywhere else (no head in the graph) the weight's .grad would be sparse, so
-// callers opt in (CausalLM::TiedHead). On a GPU the table's fill and add take microseconds:
-// there it is torch::embedding.
+// The two uses of an embedding weight the LM head shares (tied), for when both run in one
+// autograd graph (CausalLM::TiedHead): the lookup torch::embedding(weight, ids) and the logits
+// torch::linear(hidden, weight), with the same values and gradients bit for bit, summed
+// cheaper. Plain, the lookup's gradient is a zero-filled [V, D] table and the head's a view
+// autograd cannot add into, so the weight's two gradients are summed out of place: for GPT-2
+// on a CPU three 154 MB passes, ~0.4 s of a 3 s step (PyTorch eager pays the same). Here the
+// lookup's gradient is a coalesced sparse tensor of the rows used, each row summed by
+// embedding_dense_backward itself over a table of only those rows (so in the same order), and
+// the head's is linear's own matrix product, returned whole rather than as a view; autograd
+// adds the rows into it in place: head + rows, the same bits as rows + head. Used without
+// the head in the graph the weight's .grad would be sparse, so callers opt in. On a GPU the
+// fill and the add take microseconds: there both are the plain ops.
 torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids);
+torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight);
 
 struct Embedding : torch::nn::Module {
   Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options);

@@ -118,10 +118,10 @@ class Llama : public CausalLM {
     return blocks.at(i)->forward(hidden, rope_for(seq, hidden.device()));
   }
 
-  torch::Tensor head(const torch::Tensor& hidden) override {
+  torch::Tensor head(const torch::Tensor& hidden, TiedHead tied) override {
     RECORD_USER_SCOPE("ddx::head");
-    return torch::linear(enter_tp_region(norm->forward(hidden), tensor_parallel()),
-                         lm_head ? lm_head->weight : tok_embeddings->weight);
+    const torch::Tensor h = enter_tp_region(norm->forward(hidden), tensor_parallel());
+    return lm_head ? torch::linear(h, lm_head->weight) : tok_embeddings->logits(h, tied == TiedHead::kInSameGraph);
   }
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }

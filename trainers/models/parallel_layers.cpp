@@ -230,6 +230,10 @@ torch::Tensor VocabParallelEmbedding::forward(const torch::Tensor& ids, bool tie
   return leave_tp_region(partial, tp);
 }
 
+torch::Tensor VocabParallelEmbedding::logits(const torch::Tensor& hidden, bool tied_in_graph) const {
+  return tied_in_graph && !split(tp) ? detail::tied_head(hidden, weight) : torch::linear(hidden, weight);
+}
+
 ParameterShards VocabParallelEmbedding::shards() const {
   if (!split(tp)) return {};
   return {{"weight", {{vocab, dim}, 0, {rows}}}};
