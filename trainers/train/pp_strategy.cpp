@@ -12,6 +12,7 @@
 #include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/fsdp_strategy.h"
+#include "train/grad_buckets.h"
 #include "train/pp_pipeline.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_state.h"
@@ -31,6 +32,7 @@ class PpStrategy : public ReplicatedStrategy {
   void setup(const StrategyContext& c) override {
     pipeline_.plan(c);
     config_ = &c.model;
+    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
     build(c, pipeline_.tensor_parallel());
     shards_ = models::parameter_shards(*model_);
     NamedTensors held;
@@ -74,18 +76,9 @@ class PpStrategy : public ReplicatedStrategy {
         all_reduce(pp, g).wait();
       }
     }
-    Group& dp = pipeline_.dp();
-    if (dp.size() > 1) {
-      std::vector<torch::Tensor> parts;
-      for (auto& [name, p] : parameters_) parts.push_back(p.grad().reshape({-1}));
-      torch::Tensor flat = torch::cat(parts);
-      all_reduce(dp, flat).wait();
-      int64_t offset = 0;
-      for (auto& [name, p] : parameters_) {
-        p.mutable_grad().copy_(flat.narrow(0, offset, p.numel()).view_as(p));
-        offset += p.numel();
-      }
-    }
+    std::vector<torch::Tensor> dp_grads;
+    for (auto& [name, p] : parameters_) dp_grads.push_back(p.grad());
+    sum_gradients_in_buckets(pipeline_.dp(), dp_grads, bucket_cap_bytes_);
     return seconds_since(t0);
   }
 
@@ -139,6 +132,7 @@ class PpStrategy : public ReplicatedStrategy {
   const models::ModelConfig* config_ = nullptr;
   models::ParameterShards shards_;  // TP-split parameters (none without --tp)
   std::map<std::string, std::vector<int64_t>> tied_shapes_;  // this rank's slice of each tied parameter
+  int64_t bucket_cap_bytes_ = 0;  // the dp replicas' gradient sum goes in DDP's buckets
 };
 
 // Each stage sharded over the dp group by FSDP: this rank's units are its stages' (root,
