@@ -6,9 +6,7 @@
 #include <stdexcept>
 
 #include "ddx/collectives.h"
-#include "ddx/env.h"
 #include "ddx/errors.h"
-#include "ddx/rendezvous.h"
 #include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/fsdp_strategy.h"
@@ -281,11 +279,9 @@ std::string fsdp_flag_given(const TrainOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o) {
+std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o, int world) {
   if (o.dp_replicate) return std::make_unique<PpStrategy>();  // FSDP's flags are refused with it (train_options.cpp)
-  // The world size decides whether there is a data-parallel dimension to shard over; the
-  // trainer reads it from the same environment after this.
-  const int world = resolve_rendezvous(current_env()).world_size;
+  // The world size decides whether there is a data-parallel dimension to shard over.
   const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
   const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, world / tp);
   if (pp < 1 || pp * tp > world || world % (pp * tp) != 0) return std::make_unique<PpStrategy>();  // setup names the error

@@ -31,8 +31,8 @@
 
 namespace ddx::train {
 
-// `--strategy pp`: over FSDP on the data-parallel dimension unless --dp-replicate (or the world
-// leaves none).
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options);
+// `--strategy pp` on `world_size` ranks: over FSDP on the data-parallel dimension unless
+// --dp-replicate (or the world leaves none).
+std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options, int world_size);
 
 }  // namespace ddx::train
