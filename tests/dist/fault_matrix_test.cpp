@@ -10,10 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "process_helpers.h"
@@ -253,6 +255,23 @@ TEST(FaultMatrix, BadOptionsAreUsageErrors) {
   EXPECT_EQ(port.result.exit_code, 2) << port.result.output;
   EXPECT_NE(port.result.output.find("--master-port is required with --nnodes > 1"), std::string::npos) << port.result.output;
   EXPECT_TRUE(kind.report.is_null() && off.report.is_null() && rank.report.is_null() && port.report.is_null());
+  // The node flags: each a one-line error naming its flag, before any store or job starts.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> node_cases = {
+      {{"--nnodes", "0"}, "--nnodes"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29611"}, "--node-rank 2 is outside [0, 2) for --nnodes 2"},
+      {{"--node-rank", "-1"}, "--node-rank -1 is outside [0, 1)"},
+      {{"--nnodes", "2", "--master-port", "70000"}, "--master-port 70000 is outside 1..65533"},
+      // Its jobs restart at the port two above: 65534 would leave a recovering row no port.
+      {{"--nnodes", "2", "--master-port", "65534"}, "--master-port 65534 is outside 1..65533"},
+      {{"--nnodes", "2", "--master-port", "abc"}, "--master-port"},
+  };
+  for (const auto& [args, mention] : node_cases) {
+    Matrix bad = run_matrix("bad-node-flags", args, 60);
+    EXPECT_EQ(bad.result.exit_code, 2) << mention << ": " << bad.result.output;
+    EXPECT_EQ(std::count(bad.result.output.begin(), bad.result.output.end(), '\n'), 1) << bad.result.output;
+    EXPECT_NE(bad.result.output.find(mention), std::string::npos) << bad.result.output;
+    EXPECT_TRUE(bad.report.is_null()) << mention;
+  }
 }
 
 // --- recovery under every strategy: a kill at step 13, checkpoints every 5 steps ---
