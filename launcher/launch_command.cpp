@@ -59,7 +59,7 @@ Subcommand add_launch_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--run-id", o.run_id, "TORCHELASTIC_RUN_ID for the workers (default: time and pid; with --nnodes > 1, the master address and port, the same on every node)");
   cmd->add_option("--shm-size", o.shm_size,
-                  "Give the workers a private /dev/shm of this size (64m, 1g), as docker run --shm-size "
+                  "Give the workers a private /dev/shm of this size (bytes, or with a K, M or G suffix: 64M, 1G), as docker run --shm-size "
                   "does: a tmpfs in a mount namespace of this job, the node's own untouched (needs root)")
       ->type_name("SIZE");
   cmd->add_option("command", o.command, "The command to run and its arguments, after --");
@@ -71,8 +71,8 @@ Subcommand add_launch_command(CLI::App& app) {
     launcher::validate(flags->options);
     const std::string& size = flags->options.shm_size;
     // Before run_supervised starts a thread: the namespace is this thread's, and the workers'.
-    if (!size.empty()) {
-      if (const std::string why = shm::shrink_dev_shm(size); !why.empty()) {
+    if (flags->options.shm_bytes > 0) {
+      if (const std::string why = shm::shrink_dev_shm(flags->options.shm_bytes); !why.empty()) {
         throw UsageError("ddx launch: --shm-size " + size + ": no private /dev/shm for the workers (" + why +
                          "); it needs root (CAP_SYS_ADMIN) for a mount namespace");
       }

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "bandwidth/sizes.h"
 #include "ddx/errors.h"
 
 namespace ddx::launcher {
@@ -103,6 +104,13 @@ void validate(LaunchOptions& o) {
   if (!(o.monitor_interval_s > 0)) throw UsageError("ddx launch: --monitor-interval must be > 0 seconds");
   if (o.grace_period_s < 0) throw UsageError("ddx launch: --grace-period must be >= 0 seconds");
   if (o.tee && o.log_dir.empty()) throw UsageError("ddx launch: --tee needs --log-dir");
+  if (!o.shm_size.empty()) {
+    // Parsed here, not handed to mount(2) as text, where a comma would add mount options.
+    o.shm_bytes = bw::parse_bytes("ddx launch: --shm-size", o.shm_size);
+    if (o.shm_bytes == 0) {
+      throw UsageError("ddx launch: --shm-size " + o.shm_size + " must be above 0 (tmpfs reads size 0 as no limit)");
+    }
+  }
   if (o.command.empty()) {
     throw UsageError("ddx launch: no command given (usage: ddx launch [flags] -- CMD ARGS...)");
   }

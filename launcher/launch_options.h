@@ -1,5 +1,6 @@
 #pragma once
 // What `ddx launch` was asked to do, validated, with every default filled in.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ struct LaunchOptions {
   double monitor_interval_s = 0.1;
   double grace_period_s = 5.0;  // SIGTERM -> SIGKILL
   std::string run_id;           // empty: generated
-  // Non-empty: the workers get a private /dev/shm of this size (tmpfs's size=, "64m"), a tmpfs in
-  // a mount namespace of this launcher; the node's own /dev/shm is never touched.
+  // Non-empty: the workers get a private /dev/shm of this size ("64m", "1G": a byte count, as
+  // `ddx probe buserror --shm-size` reads it), a tmpfs in a mount namespace of this launcher; the
+  // node's own /dev/shm is never touched. validate() sets shm_bytes from it.
   std::string shm_size;
+  uint64_t shm_bytes = 0;
   std::vector<std::string> command;  // command[0] resolved to an absolute path by validate()
   // With a port picked here: the socket already bound and listening on it, handed to rank 0
   // (DDX_STORE_LISTEN_FD) so its TCPStore serves on it. Nobody can take the port in between,

@@ -26,10 +26,6 @@ struct RowSpec {
   // Non-empty: the job gets a private /dev/shm of this size (ddx launch --shm-size), so a fault
   // that fills it never touches the node's own; where that is refused the row is SKIPPED.
   std::string shm_size = "";
-  // Above zero: the least collective timeout (s) of this row's jobs. A straggler is slow, not
-  // stopped: its peers must wait it out under any load, so that the straggler warning, not the
-  // hang watchdog, is what names it.
-  double min_collective_timeout_s = 0;
 };
 const std::vector<RowSpec>& row_specs();
 

@@ -60,8 +60,13 @@ void check(const fm::Options& o) {
     throw UsageError("--node-rank " + std::to_string(o.node_rank) + " is outside [0, " + std::to_string(o.nnodes) +
                      ") for --nnodes " + std::to_string(o.nnodes));
   }
-  if (o.nnodes > 1 && (o.master_port < 1 || o.master_port > 65534)) {
-    throw UsageError("--master-port is required with --nnodes > 1 (1..65534: the matrix's store, its jobs one above)");
+  if (o.nnodes > 1 && o.master_port == 0) {
+    throw UsageError("--master-port is required with --nnodes > 1 (node 0 hosts the matrix's store on it)");
+  }
+  if (o.master_port < 0 || o.master_port > 65533) {
+    // The jobs rendezvous at the next port, and at the one after that once restarted (ddx launch).
+    throw UsageError("--master-port " + std::to_string(o.master_port) +
+                     " is outside 1..65533 (the matrix's store; its jobs use the next two ports)");
   }
   const int world = o.nproc * o.nnodes;
   const int rank = o.fault_rank >= 0 ? o.fault_rank : world - 1;

@@ -101,6 +101,13 @@ int key_value(const std::string& spec, const std::string& key) {
   return -1;
 }
 
+// How many times longer the faults make a step: a straggler's factor=F (the rows' are whole), else 1.
+int slowdown(const std::vector<std::string>& fault_specs) {
+  int most = 1;
+  for (const std::string& spec : fault_specs) most = std::max(most, key_value(spec, "factor"));
+  return most;
+}
+
 // A job's folder: <out>/<name>, or across nodes <out>/<name>/node<I>, each node's console,
 // traces, metrics and weights in its own.
 std::string job_dir(const Options& o, const std::string& name) {
@@ -415,8 +422,11 @@ RowResult run_row(const Options& o, const RowSpec& spec, const Reference& refere
              "): run the matrix as root (CAP_SYS_ADMIN); the node's own /dev/shm is never filled";
     return r;
   }
+  // A straggler is slow, not stopped: its peers wait F - 1 of its steps in each collective, so
+  // the row's collective timeout is F times the matrix's, the margin over a step every other row
+  // has at any load, and the straggler warning, not the hang watchdog, names it.
   Options row_options = o;
-  row_options.collective_timeout_s = std::max(o.collective_timeout_s, spec.min_collective_timeout_s);
+  row_options.collective_timeout_s = o.collective_timeout_s * slowdown(r.faults);
   const Job job = spec.job == "train" ? run_job(o, spec.kind, dir,
                                                 train_argv(row_options, dir, r.faults, {spec.detector}, spec.recovers ? 1 : 0, spec.shm_size))
                                       : run_job(o, spec.kind, dir, pairs_argv(o, dir), {{"DDX_FAULT", join(r.faults, ";")}});

@@ -27,7 +27,7 @@ const std::vector<RowSpec>& row_specs() {
       {"mismatch",           "train", "mismatch@rank={rank},step={step}",                     "collective check",  "rank {rank}",            true},
       {"store-loss",         "train", "store-loss@rank=0,step={step}",                        "store check",       "rank 0",                 true},
       {"slow-link",          "pairs", "slow-link@rank={rank},op=send,ms=50",                  "pairwise links",    "rank {rank}",            false},
-      {"straggler",          "train", "straggler@rank={rank},factor=10",                      "straggler warning", "rank {rank}",            false, "", 60},
+      {"straggler",          "train", "straggler@rank={rank},factor=10",                      "straggler warning", "rank {rank}",            false},
       {"nan",                "train", "nan@rank={rank},step={step}",                          "nan-check",         "rank {rank}",            true},
       {"bitflip",            "train", "bitflip@rank={rank},step={step}",                      "replica-check",     "rank {rank}",            true},
       {"corrupt-collective", "train", "corrupt-collective@rank={rank},step={step}",           "replica-check",     "rank {rank}",            true},

@@ -63,6 +63,7 @@ std::pair<std::string, std::string> prepare_shm(const BuserrorFlags& f, bool pri
   }
   if (!private_wanted) return {"/dev/shm", "/dev/shm (this machine's own)"};
   const uint64_t bytes = bw::parse_bytes("--shm-size", f.shm_size.empty() ? kDockerDefault : f.shm_size);
+  if (bytes == 0) throw UsageError("--shm-size 0 must be above 0 (tmpfs reads size 0 as no limit)");
   if (const std::string why = shm::shrink_dev_shm(bytes); !why.empty()) {
     throw UsageError("cannot give this probe a private /dev/shm (" + why + "): it needs root "
                      "(CAP_SYS_ADMIN) for a mount namespace; or mount a small tmpfs yourself "

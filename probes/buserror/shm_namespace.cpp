@@ -10,16 +10,14 @@
 
 namespace ddx::shm {
 
-std::string shrink_dev_shm(uint64_t bytes) { return shrink_dev_shm(std::to_string(bytes)); }
-
-std::string shrink_dev_shm(const std::string& size) {
+std::string shrink_dev_shm(uint64_t bytes) {
   auto why = [](const std::string& call) { return call + ": " + std::strerror(errno); };
   if (::unshare(CLONE_NEWNS) != 0) return why("unshare(CLONE_NEWNS)");
   // Without this, mounts made here would propagate back to the host's shared mounts.
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return why("mount --make-rprivate /");
   }
-  const std::string data = "size=" + size + ",mode=1777";
+  const std::string data = "size=" + std::to_string(bytes) + ",mode=1777";
   if (::mount("ddx-shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, data.c_str()) != 0) {
     return why("mount -t tmpfs -o " + data + " over /dev/shm");
   }
@@ -37,7 +35,7 @@ std::string private_dev_shm_refused() {
   }
   if (pid == 0) {
     ::close(fds[0]);
-    const std::string why = shrink_dev_shm(std::string("1m"));
+    const std::string why = shrink_dev_shm(uint64_t{1} << 20);
     const ssize_t written = ::write(fds[1], why.data(), why.size());
     ::_exit(written == static_cast<ssize_t>(why.size()) ? 0 : 1);
   }

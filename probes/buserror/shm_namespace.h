@@ -12,9 +12,6 @@ namespace ddx::shm {
 // success, otherwise why it could not ("unshare(CLONE_NEWNS): Operation not permitted").
 // Call before starting threads: unshare() changes the calling thread's namespace only.
 std::string shrink_dev_shm(uint64_t bytes);
-// The same with the size as tmpfs's size= option reads it ("4m", "64M", "1g"); the kernel
-// checks it (a malformed size: "... Invalid argument").
-std::string shrink_dev_shm(const std::string& size);
 
 // Whether shrink_dev_shm would succeed here, tried in a child process so that this one keeps
 // its namespace: an empty string, or why not.

@@ -99,6 +99,10 @@ TEST(BuserrorProbe, BadInputIsOneLineAndExitTwo) {
   r = buserror("bad-size", {"--local-ranks", "2", "--shm-size", "lots"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "--shm-size 'lots'")) << r.output;
+  // Not an unlimited tmpfs (size=0), on which nothing could be reproduced.
+  r = buserror("zero-size", {"--local-ranks", "2", "--shm-size", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--shm-size 0 must be above 0")) << r.output;
   r = buserror("no-ranks", {"--check"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "--local-ranks N is required")) << r.output;

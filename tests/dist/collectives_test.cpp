@@ -145,8 +145,9 @@ TEST(ProcessGroups, ShutdownWithPendingOpDoesNotBlock) {
   EXPECT_LT(shutdown[0], 0.01 * timeout[0]) << r.output;
 }
 
-// Layer-level parity in fp64 (bucketed all-reduce; sharded all-gather and reduce-scatter)
-// against the unsharded computation, with the collectives counted, at 2 and 4 ranks.
+// Layer-level parity in fp64 (bucketed all-reduce, and the bucketed gradient sum after backward;
+// sharded all-gather and reduce-scatter) against the unsharded computation, with the collectives
+// counted, at 2 and 4 ranks.
 TEST(LayerParity, BucketsAndShardsMatchUnshardedFp64) {
   for (int ranks : {2, 4}) {
     RunResult r = run_cmd("layer" + std::to_string(ranks), launch(ranks, {DDX_PG_WORKER, "layer-parity"}));

@@ -10,10 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "process_helpers.h"
@@ -135,8 +137,9 @@ TEST(FaultMatrix, ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade) {
 
 // --- across nodes: one matrix per "node" (2 x 2 ranks over loopback), node 0 judges ---
 
-// A port P with P + 1 free as well (the matrix's store, then its jobs' rendezvous).
-int free_port_pair() {
+// A port P with P + 1 and P + 2 free as well (the matrix's store, then its jobs' rendezvous, and
+// theirs after a restart: the kill row restarts).
+int free_port_triple() {
   // Binds `port` (0: any) on loopback; returns the port bound, or -1; the socket stays in *fd.
   auto bind_port = [](int port, int* fd) {
     *fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -152,15 +155,16 @@ int free_port_pair() {
     return static_cast<int>(ntohs(addr.sin_port));
   };
   for (int attempt = 0; attempt < 50; ++attempt) {
-    int first = -1, second = -1;
+    int first = -1, second = -1, third = -1;
     const int port = bind_port(0, &first);
-    const bool pair = port > 0 && port < 65535 && bind_port(port + 1, &second) == port + 1;
-    for (int fd : {first, second}) {
+    const bool triple = port > 0 && port <= 65533 && bind_port(port + 1, &second) == port + 1 &&
+                        bind_port(port + 2, &third) == port + 2;
+    for (int fd : {first, second, third}) {
       if (fd >= 0) ::close(fd);
     }
-    if (pair) return port;
+    if (triple) return port;
   }
-  throw std::runtime_error("no two free ports in a row");
+  throw std::runtime_error("no three free ports in a row");
 }
 
 struct Nodes {
@@ -173,7 +177,7 @@ struct Nodes {
 Nodes run_on_two_nodes(const std::string& tag, std::vector<std::string> args, int timeout_s) {
   Nodes n;
   n.dir = scratch_dir("fault-matrix", tag);
-  const std::string port = std::to_string(free_port_pair());
+  const std::string port = std::to_string(free_port_triple());
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int node = 0; node < 2; ++node) {
     std::vector<std::string> argv = {DDX_BIN, "fault", "matrix", "--nnodes", "2", "--node-rank", std::to_string(node),
@@ -253,6 +257,23 @@ TEST(FaultMatrix, BadOptionsAreUsageErrors) {
   EXPECT_EQ(port.result.exit_code, 2) << port.result.output;
   EXPECT_NE(port.result.output.find("--master-port is required with --nnodes > 1"), std::string::npos) << port.result.output;
   EXPECT_TRUE(kind.report.is_null() && off.report.is_null() && rank.report.is_null() && port.report.is_null());
+  // The node flags: each a one-line error naming its flag, before any store or job starts.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> node_cases = {
+      {{"--nnodes", "0"}, "--nnodes"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29611"}, "--node-rank 2 is outside [0, 2) for --nnodes 2"},
+      {{"--node-rank", "-1"}, "--node-rank -1 is outside [0, 1)"},
+      {{"--nnodes", "2", "--master-port", "70000"}, "--master-port 70000 is outside 1..65533"},
+      // Its jobs restart at the port two above: 65534 would leave a recovering row no port.
+      {{"--nnodes", "2", "--master-port", "65534"}, "--master-port 65534 is outside 1..65533"},
+      {{"--nnodes", "2", "--master-port", "abc"}, "--master-port"},
+  };
+  for (const auto& [args, mention] : node_cases) {
+    Matrix bad = run_matrix("bad-node-flags", args, 60);
+    EXPECT_EQ(bad.result.exit_code, 2) << mention << ": " << bad.result.output;
+    EXPECT_EQ(std::count(bad.result.output.begin(), bad.result.output.end(), '\n'), 1) << bad.result.output;
+    EXPECT_NE(bad.result.output.find(mention), std::string::npos) << bad.result.output;
+    EXPECT_TRUE(bad.report.is_null()) << mention;
+  }
 }
 
 // --- recovery under every strategy: a kill at step 13, checkpoints every 5 steps ---

@@ -277,8 +277,14 @@ TEST_F(LaunchTest, BadFlagsExitTwoWithOneLine) {
       {{"launch", "--", "/no/such/program"}, "not found"},
       {{"launch", "--", "no-such-program-in-path-xyz"}, "not found"},
       {{"launch", "--bogus-flag", "--", "/bin/true"}, "bogus"},
-      // Refused by the kernel (root: size=abc is invalid) or by the namespace (not root): one line either way.
-      {{"launch", "--shm-size", "abc", "--", "/bin/true"}, "--shm-size abc: no private /dev/shm"},
+      {{"launch", "--nnodes", "2", "--node-rank", "0", "--master-port", "65535", "--max-restarts", "1", "--", "/bin/true"},
+       "--master-port 65535 + --max-restarts 1 is past port 65535"},
+      // Parsed before any mount: never handed to the kernel as text (a comma would add mount options).
+      {{"launch", "--shm-size", "abc", "--", "/bin/true"}, "--shm-size 'abc' is not a byte count"},
+      {{"launch", "--shm-size", "1X", "--", "/bin/true"}, "--shm-size '1X' is not a byte count"},
+      {{"launch", "--shm-size", "-1", "--", "/bin/true"}, "--shm-size"},
+      {{"launch", "--shm-size", "64m,uid=0", "--", "/bin/true"}, "--shm-size '64m,uid=0' is not a byte count"},
+      {{"launch", "--shm-size", "0", "--", "/bin/true"}, "--shm-size 0 must be above 0"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {DDX_BIN};

@@ -103,7 +103,7 @@ TEST_F(PpTest, EverySchedulesMatchesSingleDevice) {
 // unit of the rank reduce-scattered exactly once per step however many micro-batches ran (the
 // gradients accumulate unsharded until the unit's last backward), those reduce-scatters being
 // the rank's shards times the dp size in bytes, and no all-reduce of gradients, which the
-// replicated run (--dp-replicate) does in one flat all-reduce instead.
+// replicated run (--dp-replicate) does in DDP's buckets instead (one, at debug-pp's size).
 TEST_F(PpTest, FsdpOnTheDataParallelDimensionMatchesSingleDevice) {
   ASSERT_EQ(single("single").exit_code, 0);
   struct Case {

@@ -31,8 +31,6 @@ class GradientReadyHook : public torch::autograd::FunctionPostHook {
   int param_;
 };
 
-int64_t megabytes_to_bytes(double mb) { return static_cast<int64_t>(mb * 1024 * 1024); }
-
 // Flattens tensors of one dtype into a buffer and back, for coalesced broadcasts.
 torch::Tensor flatten(const std::vector<torch::Tensor>& ts) {
   std::vector<torch::Tensor> flat;

@@ -6,12 +6,11 @@
 #include <stdexcept>
 
 #include "ddx/collectives.h"
-#include "ddx/env.h"
 #include "ddx/errors.h"
-#include "ddx/rendezvous.h"
 #include "models/parallel_layers.h"
 #include "train/fsdp_checkpoint.h"
 #include "train/fsdp_strategy.h"
+#include "train/grad_buckets.h"
 #include "train/pp_pipeline.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_state.h"
@@ -31,6 +30,7 @@ class PpStrategy : public ReplicatedStrategy {
   void setup(const StrategyContext& c) override {
     pipeline_.plan(c);
     config_ = &c.model;
+    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
     build(c, pipeline_.tensor_parallel());
     shards_ = models::parameter_shards(*model_);
     NamedTensors held;
@@ -74,18 +74,9 @@ class PpStrategy : public ReplicatedStrategy {
         all_reduce(pp, g).wait();
       }
     }
-    Group& dp = pipeline_.dp();
-    if (dp.size() > 1) {
-      std::vector<torch::Tensor> parts;
-      for (auto& [name, p] : parameters_) parts.push_back(p.grad().reshape({-1}));
-      torch::Tensor flat = torch::cat(parts);
-      all_reduce(dp, flat).wait();
-      int64_t offset = 0;
-      for (auto& [name, p] : parameters_) {
-        p.mutable_grad().copy_(flat.narrow(0, offset, p.numel()).view_as(p));
-        offset += p.numel();
-      }
-    }
+    std::vector<torch::Tensor> dp_grads;
+    for (auto& [name, p] : parameters_) dp_grads.push_back(p.grad());
+    sum_gradients_in_buckets(pipeline_.dp(), dp_grads, bucket_cap_bytes_);
     return seconds_since(t0);
   }
 
@@ -139,6 +130,7 @@ class PpStrategy : public ReplicatedStrategy {
   const models::ModelConfig* config_ = nullptr;
   models::ParameterShards shards_;  // TP-split parameters (none without --tp)
   std::map<std::string, std::vector<int64_t>> tied_shapes_;  // this rank's slice of each tied parameter
+  int64_t bucket_cap_bytes_ = 0;  // the dp replicas' gradient sum goes in DDP's buckets
 };
 
 // Each stage sharded over the dp group by FSDP: this rank's units are its stages' (root,
@@ -287,11 +279,9 @@ std::string fsdp_flag_given(const TrainOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o) {
+std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o, int world) {
   if (o.dp_replicate) return std::make_unique<PpStrategy>();  // FSDP's flags are refused with it (train_options.cpp)
-  // The world size decides whether there is a data-parallel dimension to shard over; the
-  // trainer reads it from the same environment after this.
-  const int world = resolve_rendezvous(current_env()).world_size;
+  // The world size decides whether there is a data-parallel dimension to shard over.
   const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
   const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, world / tp);
   if (pp < 1 || pp * tp > world || world % (pp * tp) != 0) return std::make_unique<PpStrategy>();  // setup names the error

@@ -14,7 +14,7 @@
 //                   stage's forward and backward of every micro-batch, its gradients
 //                   accumulated over the step and reduce-scattered once, after its last backward;
 //   --dp-replicate  (or no dp dimension) the stage replicated, its gradients summed over the dp
-//                   group after the step in one flat all-reduce.
+//                   group after the step in DDP's buckets (grad_buckets.h).
 //  - loss: every stage scales by 1 / global tokens of the step, so gradients are those of the
 //    single-device step; the last stage's loss sum is broadcast over the pipeline;
 //  - gradients: a tied embedding (GPT-2's wte, used by stage 0 and by the head) is held by the
@@ -31,8 +31,8 @@
 
 namespace ddx::train {
 
-// `--strategy pp`: over FSDP on the data-parallel dimension unless --dp-replicate (or the world
-// leaves none).
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options);
+// `--strategy pp` on `world_size` ranks: over FSDP on the data-parallel dimension unless
+// --dp-replicate (or the world leaves none).
+std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options, int world_size);
 
 }  // namespace ddx::train

@@ -121,8 +121,9 @@ class Strategy {
   virtual std::map<std::string, double> step_stats() const { return {}; }
 };
 
-// The options may choose between variants of one strategy (2d over FSDP or DDP).
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const TrainOptions& options);
+// The options, and the world size the trainer rendezvoused with, may choose between variants of
+// one strategy (2d over FSDP or DDP; pp over FSDP only when the world leaves data-parallel ranks).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const TrainOptions& options, int world_size);
 // Throws UsageError listing the strategies when `name` is not one of them.
 void check_strategy_name(const std::string& name);
 // "single, ddp, ..." for help texts and errors.

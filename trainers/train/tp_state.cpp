@@ -1,7 +1,6 @@
 #include "train/tp_state.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
@@ -22,26 +21,6 @@ void check_tp_fits_model(const StrategyContext& c, int tp) {
   if (c.options.sequence_parallel && c.options.seq_length % tp != 0) {
     throw UsageError("--sequence-parallel: -s " + std::to_string(c.options.seq_length) + " does not split over --tp " + n);
   }
-}
-
-double sum_sequence_parallel_gradients(Group& tp, const std::vector<torch::Tensor>& grads) {
-  std::vector<torch::Tensor> flat_parts;
-  for (const auto& g : grads) {
-    if (g.defined() && g.numel() > 0) flat_parts.push_back(g.reshape({-1}));
-  }
-  if (tp.size() == 1 || flat_parts.empty()) return 0.0;
-  torch::Tensor flat = torch::cat(flat_parts);
-  const auto t0 = std::chrono::steady_clock::now();
-  all_reduce(tp, flat).wait();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t offset = 0;
-  for (const auto& g : grads) {
-    if (!g.defined() || g.numel() == 0) continue;
-    torch::Tensor target = g;  // a view of the gradient storage: copy_ writes it in place
-    target.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
-    offset += g.numel();
-  }
-  return waited;
 }
 
 double sharded_grad_norm_sq(const std::vector<std::pair<std::string, torch::Tensor>>& grads,

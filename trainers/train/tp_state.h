@@ -23,12 +23,6 @@ namespace ddx::train {
 // that --sequence-parallel cannot split.
 void check_tp_fits_model(const StrategyContext& context, int tp);
 
-// Under --sequence-parallel the replicated parameters (norms, the biases after row-parallel
-// layers, GPT-2's wpe) ran on each TP rank's sequence slice, so their gradients are partial
-// sums. Sums `grads` (those gradients, or this rank's FSDP rows of them: the same shapes on every
-// rank of the group) over `tp` in place, in one flat all-reduce; returns the seconds waited.
-double sum_sequence_parallel_gradients(Group& tp, const std::vector<torch::Tensor>& grads);
-
 // Global squared gradient norm from (name, gradient) pairs: sharded parameters' squares are
 // summed over `sum_over` (the TP group, or every rank when the data-parallel ranks hold
 // disjoint rows too); a replicated parameter's only by TP rank 0, so it counts once.

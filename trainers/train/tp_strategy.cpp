@@ -3,6 +3,7 @@
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 #include "models/parallel_layers.h"
+#include "train/grad_buckets.h"
 #include "train/tp_state.h"
 #include "train/test_breaks.h"
 
@@ -17,6 +18,7 @@ void TpStrategy::setup(const StrategyContext& c) {
   check_tp_fits_model(c, tp);
   group_ = &c.world.mesh({{"dp", 1}, {"tp", tp}}).group("tp");
   sequence_parallel_ = c.options.sequence_parallel;
+  bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
   models::TensorParallel split{group_, sequence_parallel_};
   split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
   build(c, split);
@@ -26,11 +28,12 @@ void TpStrategy::setup(const StrategyContext& c) {
 
 double TpStrategy::finish_gradients() {
   if (!sequence_parallel_) return 0.0;
+  // The replicated parameters ran on each rank's sequence slice: their gradients are partial sums.
   std::vector<torch::Tensor> grads;
   for (auto& [name, p] : parameters_) {
     if (!shards_.count(name)) grads.push_back(p.grad());
   }
-  return sum_sequence_parallel_gradients(*group_, grads);
+  return sum_gradients_in_buckets(*group_, grads, bucket_cap_bytes_);
 }
 
 double TpStrategy::grad_norm_sq() const {

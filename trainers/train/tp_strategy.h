@@ -39,6 +39,7 @@ class TpStrategy : public ReplicatedStrategy {
  private:
   Group* group_ = nullptr;
   bool sequence_parallel_ = false;
+  int64_t bucket_cap_bytes_ = 0;  // the sequence-parallel gradients' sum goes in DDP's buckets
   models::ParameterShards shards_;
   const models::ModelConfig* config_ = nullptr;
 };

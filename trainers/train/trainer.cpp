@@ -232,7 +232,7 @@ void set_up(Run& run) {
 
   run.model = models::resolve_model_config(o.model);
   models::validate(run.model);
-  run.strategy = make_strategy(o.strategy, o);
+  run.strategy = make_strategy(o.strategy, o, run.world->size());
   auto tokenizer = data::load_tokenizer(o.tokenizer);
   if (tokenizer->vocab_size() > run.model.vocab_size) {
     throw UsageError("tokenizer " + o.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +

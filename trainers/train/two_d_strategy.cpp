@@ -6,6 +6,7 @@
 #include "models/parallel_layers.h"
 #include "train/ddp_strategy.h"
 #include "train/fsdp_strategy.h"
+#include "train/grad_buckets.h"
 #include "train/test_breaks.h"
 #include "train/tp_state.h"
 
@@ -46,6 +47,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
     sequence_parallel_ = c.options.sequence_parallel;
+    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
     setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
     NamedTensors local;  // skeleton tensors: shapes only
@@ -63,7 +65,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
         if (!shards_.count(unit->layout().parameters[i].name)) grads.push_back(unit->owned_grad_rows(i));
       }
     }
-    return waited + sum_sequence_parallel_gradients(*mesh_.tp, grads);
+    return waited + sum_gradients_in_buckets(*mesh_.tp, grads, bucket_cap_bytes_);
   }
 
   NamedTensors full_parameters() override {
@@ -95,6 +97,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
  private:
   MeshGroups mesh_;
   bool sequence_parallel_ = false;
+  int64_t bucket_cap_bytes_ = 0;  // the sequence-parallel gradients' sum goes in DDP's buckets
   models::ParameterShards shards_;
   ParameterShapes full_shapes_;
 };
@@ -106,6 +109,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
     mesh_ = make_mesh(c);
     config_ = &c.model;
     sequence_parallel_ = c.options.sequence_parallel;
+    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
     setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
   }
@@ -117,7 +121,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
     for (auto& [name, p] : parameters_) {
       if (!shards_.count(name)) grads.push_back(p.grad());
     }
-    return waited + sum_sequence_parallel_gradients(*mesh_.tp, grads);
+    return waited + sum_gradients_in_buckets(*mesh_.tp, grads, bucket_cap_bytes_);
   }
 
   NamedTensors full_parameters() override { return full_tp_parameters(*mesh_.tp, shards_, parameters_); }
@@ -140,6 +144,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
  private:
   MeshGroups mesh_;
   bool sequence_parallel_ = false;
+  int64_t bucket_cap_bytes_ = 0;  // the sequence-parallel gradients' sum goes in DDP's buckets
   models::ParameterShards shards_;
   const models::ModelConfig* config_ = nullptr;
 };
