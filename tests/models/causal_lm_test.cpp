@@ -141,8 +141,8 @@ TEST(CausalLM, ForwardIsCausalAndEveryParameterGetsAGradient) {
 }
 
 // Every parameter's gradient, summed over two micro-batches, with forward() (a tied embedding's
-// gradient is then only the rows used, added into the head's: tied_embedding()) or with the
-// units run apart (the whole-table gradient).
+// two gradients are then summed in place: TiedGradient) or with the units run apart (the plain
+// whole-table gradient added to the head's).
 std::map<std::string, torch::Tensor> gradients(CausalLM& model, const torch::Tensor& tokens, bool through_forward) {
   model.zero_grad();
   for (int64_t micro = 0; micro < tokens.size(0); ++micro) {
@@ -184,20 +184,25 @@ TEST(CausalLM, TiedEmbeddingGradientIsTheWholeTableOneBitForBit) {
   }
 }
 
-TEST(CausalLM, TiedEmbeddingLookupDifferentiatesToTheRowsUsed) {
+// Either use of a tied weight without the other in the graph gets the plain gradient: the
+// weight's gradient is never lost or left sparse.
+TEST(CausalLM, TiedWeightUsedOnceGetsThePlainGradient) {
   torch::manual_seed(6);
   const torch::Tensor weight = torch::randn({50, 4}).requires_grad_();
   const torch::Tensor ids = torch::tensor({{7, 3, 7}, {41, 3, 7}}, torch::kInt64);
-  const torch::Tensor out = detail::tied_embedding(weight, ids);
-  EXPECT_TRUE(torch::equal(out, torch::embedding(weight, ids)));
   const torch::Tensor upstream = torch::randn({2, 3, 4});
-  // Alone, with no head's gradient to add it into, the weight's gradient stays sparse.
-  const torch::Tensor g = torch::autograd::grad({out}, {weight}, {upstream})[0];
-  ASSERT_TRUE(g.is_sparse());
-  EXPECT_TRUE(g.is_coalesced());
-  EXPECT_TRUE(torch::equal(g._indices(), torch::tensor({{3, 7, 41}}, torch::kInt64)));
-  const torch::Tensor dense = torch::autograd::grad({torch::embedding(weight, ids)}, {weight}, {upstream})[0];
-  EXPECT_TRUE(torch::equal(g.to_dense(), dense));
+  const torch::Tensor looked_up = detail::tied_embedding(weight, ids, c10::make_intrusive<TiedGradient>());
+  EXPECT_TRUE(torch::equal(looked_up, torch::embedding(weight, ids)));
+  const torch::Tensor plain_table = torch::autograd::grad({torch::embedding(weight, ids)}, {weight}, {upstream})[0];
+  const torch::Tensor table = torch::autograd::grad({looked_up}, {weight}, {upstream})[0];
+  ASSERT_EQ(table.layout(), torch::kStrided);
+  EXPECT_TRUE(torch::equal(table, plain_table));
+
+  const torch::Tensor hidden = torch::randn({2, 3, 4});
+  const torch::Tensor logits = detail::tied_head(hidden, weight, c10::make_intrusive<TiedGradient>());
+  const torch::Tensor up = torch::randn({2, 3, 50});
+  const torch::Tensor plain_product = torch::autograd::grad({torch::linear(hidden, weight)}, {weight}, {up})[0];
+  EXPECT_TRUE(torch::equal(torch::autograd::grad({logits}, {weight}, {up})[0], plain_product));
 }
 
 TEST(CausalLM, UnitsPartitionTheParameters) {

@@ -16,6 +16,19 @@ namespace ddx::models {
 
 struct LossSum;
 
+// A tied embedding weight (the LM head's too) gets two gradients: the lookup's, a [V, D] table
+// that is zero but for the rows used, and the head's, a [V, D] matrix product. Summed the plain
+// way that is a 154 MB zero-fill and a 154 MB out-of-place add per GPT-2 step (~0.4 s of 3 s
+// on a CPU; PyTorch eager pays the same). When the lookup and the head run in one autograd
+// graph, the head's backward leaves its product here and the lookup's backward adds the rows
+// it used into it in place, which becomes the weight's one gradient (tied_embedding() and
+// tied_head() in layers.h). Strategies that run units apart (FSDP, pipeline stages) pass none.
+struct TiedGradient : torch::CustomClassHolder {
+  bool lookup_in_graph = false;  // the lookup will take head_product (so the head may leave it)
+  torch::Tensor head_product;
+};
+using TiedGradientPtr = c10::intrusive_ptr<TiedGradient>;
+
 class CausalLM : public torch::nn::Module {
  public:
   CausalLM(ModelConfig config, TensorParallel tp) : config_(std::move(config)), tp_(tp) {}
@@ -23,26 +36,23 @@ class CausalLM : public torch::nn::Module {
   // The tensor-parallel split this model was built with (none: every parameter is full).
   const TensorParallel& tensor_parallel() const { return tp_; }
 
-  // Whether embed() and head() run in one autograd graph (forward() runs them so), for a tied
-  // embedding weight. kInSameGraph: the lookup's gradient may be only the rows it used, added
-  // in place into the head's gradient of the same weight (tied_embedding() in layers.h).
-  // kSeparate: anything else (strategies that run units apart, pipeline stages), where each
-  // use's gradient must be a whole table.
-  enum class TiedHead { kSeparate, kInSameGraph };
+  // `tied`: given (forward() gives one per call) when embed() and head() run in one autograd
+  // graph, so a tied embedding weight's two gradients can be summed in place (TiedGradient).
   // tokens [B, T] int64 -> hidden [B, T, D]
-  virtual torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied = TiedHead::kSeparate) = 0;
+  virtual torch::Tensor embed(const torch::Tensor& tokens, const TiedGradientPtr& tied = {}) = 0;
   // One transformer block, i in [0, num_layers).
   virtual torch::Tensor block(int64_t i, const torch::Tensor& hidden) = 0;
   // hidden [B, T, D] -> logits [B, T, V] (under tensor parallelism: this rank's vocabulary
   // slice [B, T, V/N]; never the full logits)
-  virtual torch::Tensor head(const torch::Tensor& hidden, TiedHead tied = TiedHead::kSeparate) = 0;
+  virtual torch::Tensor head(const torch::Tensor& hidden, const TiedGradientPtr& tied = {}) = 0;
   // The summed token loss of head()'s logits: causal_lm_loss_sum(), or its vocab-parallel form.
   LossSum loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) const;
 
   torch::Tensor forward(const torch::Tensor& tokens) {
-    torch::Tensor h = embed(tokens, TiedHead::kInSameGraph);
+    const auto tied = c10::make_intrusive<TiedGradient>();
+    torch::Tensor h = embed(tokens, tied);
     for (int64_t i = 0; i < config_.num_layers; ++i) h = block(i, h);
-    return head(h, TiedHead::kInSameGraph);
+    return head(h, tied);
   }
 
   // The module of block i, and of the embedding and head units, for strategies that shard or

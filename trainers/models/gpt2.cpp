@@ -98,7 +98,7 @@ class Gpt2 : public CausalLM {
                                                c.hidden_size, c.vocab_size, std::vector<Range>{wte->rows}, false, tp, o));
   }
 
-  torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied) override {
+  torch::Tensor embed(const torch::Tensor& tokens, const TiedGradientPtr& tied) override {
     const int64_t t = tokens.size(1);
     TORCH_CHECK(t <= config().max_position_embeddings, "sequence length ", t,
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
@@ -106,15 +106,15 @@ class Gpt2 : public CausalLM {
     const Range seq = sequence_range(t, tensor_parallel());
     RECORD_USER_SCOPE("ddx::embedding");
     torch::Tensor positions = torch::arange(seq.begin, seq.end, tokens.options().dtype(torch::kInt64));
-    return wte->forward(tokens, !lm_head && tied == TiedHead::kInSameGraph) + wpe->forward(positions);
+    return wte->forward(tokens, lm_head ? TiedGradientPtr() : tied) + wpe->forward(positions);
   }
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override { return blocks.at(i)->forward(hidden); }
 
-  torch::Tensor head(const torch::Tensor& hidden, TiedHead tied) override {
+  torch::Tensor head(const torch::Tensor& hidden, const TiedGradientPtr& tied) override {
     RECORD_USER_SCOPE("ddx::head");
     const torch::Tensor h = enter_tp_region(ln_f->forward(hidden), tensor_parallel());
-    return lm_head ? torch::linear(h, lm_head->weight) : wte->logits(h, tied == TiedHead::kInSameGraph);
+    return lm_head ? torch::linear(h, lm_head->weight) : wte->logits(h, tied);
   }
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }

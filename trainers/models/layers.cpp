@@ -28,33 +28,48 @@ Embedding::Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& opti
 
 namespace {
 
+// Carries a TiedGradient through the autograd context (saved_data holds IValues).
+void keep(torch::autograd::AutogradContext* ctx, const TiedGradientPtr& tied) {
+  ctx->saved_data["tied"] = c10::IValue::make_capsule(c10::static_intrusive_pointer_cast<torch::CustomClassHolder>(tied));
+}
+TiedGradientPtr kept(torch::autograd::AutogradContext* ctx) {
+  return c10::static_intrusive_pointer_cast<TiedGradient>(ctx->saved_data["tied"].toCapsule());
+}
+
 class TiedEmbeddingLookup : public torch::autograd::Function<TiedEmbeddingLookup> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& weight,
-                               const torch::Tensor& ids) {
+                               const torch::Tensor& ids, const TiedGradientPtr& tied) {
     ctx->save_for_backward({ids});
     ctx->saved_data["rows"] = weight.size(0);
+    keep(ctx, tied);
+    tied->lookup_in_graph = true;
     return torch::embedding(weight, ids);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const torch::Tensor ids = ctx->get_saved_variables()[0];
+    const TiedGradientPtr tied = kept(ctx);
+    torch::Tensor product = std::move(tied->head_product);
+    tied->head_product = torch::Tensor();
+    if (!product.defined()) {
+      return {at::embedding_dense_backward(grads[0], ids, ctx->saved_data["rows"].toInt(), -1, false),
+              torch::Tensor(), torch::Tensor()};
+    }
     // `position[i]` is ids[i]'s index among the sorted distinct ids `used`.
     const auto [used, position, counts] = at::_unique2(ids, /*sorted=*/true, /*return_inverse=*/true);
     const torch::Tensor rows = at::embedding_dense_backward(grads[0], position, used.numel(), /*padding_idx=*/-1,
                                                             /*scale_grad_by_freq=*/false);
-    const int64_t table_rows = ctx->saved_data["rows"].toInt();
-    torch::Tensor gradient = at::sparse_coo_tensor(used.unsqueeze(0), rows, {table_rows, rows.size(1)},
-                                                   rows.options().layout(torch::kSparse), /*is_coalesced=*/true);
-    return {gradient, torch::Tensor()};
+    return {product.index_add_(0, used, rows), torch::Tensor(), torch::Tensor()};
   }
 };
 
 class TiedHeadProduct : public torch::autograd::Function<TiedHeadProduct> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
-                               const torch::Tensor& weight) {
+                               const torch::Tensor& weight, const TiedGradientPtr& tied) {
     ctx->save_for_backward({hidden, weight});
+    keep(ctx, tied);
     return torch::linear(hidden, weight);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -63,9 +78,10 @@ class TiedHeadProduct : public torch::autograd::Function<TiedHeadProduct> {
     const torch::Tensor& hidden = saved[0];
     const torch::Tensor& weight = saved[1];
     // linear's own backward products over [B*T, D] (its matmul folds the batch): the same
-    // calls, so the same bits; the weight's is returned as the product itself.
+    // calls, so the same bits. The weight's goes to the lookup, which runs after this.
     const torch::Tensor g = grads[0].reshape({-1, grads[0].size(-1)});
-    return {g.mm(weight).view_as(hidden), g.t().mm(hidden.reshape({-1, hidden.size(-1)}))};
+    kept(ctx)->head_product = g.t().mm(hidden.reshape({-1, hidden.size(-1)}));
+    return {g.mm(weight).view_as(hidden), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -75,12 +91,14 @@ bool cheaper_on_this_device(const torch::Tensor& weight) {
 
 }  // namespace
 
-torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids) {
-  return cheaper_on_this_device(weight) ? TiedEmbeddingLookup::apply(weight, ids) : torch::embedding(weight, ids);
+torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids, const TiedGradientPtr& tied) {
+  if (!tied || !cheaper_on_this_device(weight)) return torch::embedding(weight, ids);
+  return TiedEmbeddingLookup::apply(weight, ids, tied);
 }
 
-torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight) {
-  return cheaper_on_this_device(weight) ? TiedHeadProduct::apply(hidden, weight) : torch::linear(hidden, weight);
+torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight, const TiedGradientPtr& tied) {
+  if (!tied || !tied->lookup_in_graph || !cheaper_on_this_device(weight)) return torch::linear(hidden, weight);
+  return TiedHeadProduct::apply(hidden, weight, tied);
 }
 
 torch::Tensor Embedding::forward(const torch::Tensor& ids) const { return torch::embedding(weight, ids); }

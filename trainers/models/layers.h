@@ -25,20 +25,17 @@ class SkeletonScope {
   bool previous_;
 };
 
-// The two uses of an embedding weight the LM head shares (tied), for when both run in one
-// autograd graph (CausalLM::TiedHead): the lookup torch::embedding(weight, ids) and the logits
-// torch::linear(hidden, weight), with the same values and gradients bit for bit, summed
-// cheaper. Plain, the lookup's gradient is a zero-filled [V, D] table and the head's a view
-// autograd cannot add into, so the weight's two gradients are summed out of place: for GPT-2
-// on a CPU three 154 MB passes, ~0.4 s of a 3 s step (PyTorch eager pays the same). Here the
-// lookup's gradient is a coalesced sparse tensor of the rows used, each row summed by
-// embedding_dense_backward itself over a table of only those rows (so in the same order), and
-// the head's is linear's own matrix product, returned whole rather than as a view; autograd
-// adds the rows into it in place: head + rows, the same bits as rows + head. Used without
-// the head in the graph the weight's .grad would be sparse, so callers opt in. On a GPU the
-// fill and the add take microseconds: there both are the plain ops.
-torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids);
-torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight);
+// The two uses of a tied embedding weight in one autograd graph (TiedGradient in
+// causal_lm.h): torch::embedding(weight, ids) and torch::linear(hidden, weight), the same
+// values and, bit for bit, the same summed gradient. The head's backward computes linear's own
+// product for the weight (the same call, so the same bits) and leaves it in `tied`; the
+// lookup's backward sums each used row's gradients with embedding_dense_backward itself over a
+// table of only those rows (so in the same order) and adds them into the product in place:
+// product + rows, the same bits as the plain rows + product. If the lookup is not in the graph
+// the head returns its product as usual, and a lookup that finds no product returns the plain
+// whole table. On a GPU the fill and the add take microseconds: there both are the plain ops.
+torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids, const TiedGradientPtr& tied);
+torch::Tensor tied_head(const torch::Tensor& hidden, const torch::Tensor& weight, const TiedGradientPtr& tied);
 
 struct Embedding : torch::nn::Module {
   Embedding(int64_t rows, int64_t dim, const torch::TensorOptions& options);

@@ -105,11 +105,11 @@ class Llama : public CausalLM {
                                                c.hidden_size, c.vocab_size, std::vector<Range>{tok_embeddings->rows}, false, tp, o));
   }
 
-  torch::Tensor embed(const torch::Tensor& tokens, TiedHead tied) override {
+  torch::Tensor embed(const torch::Tensor& tokens, const TiedGradientPtr& tied) override {
     TORCH_CHECK(tokens.size(1) <= config().max_position_embeddings, "sequence length ", tokens.size(1),
                 " exceeds max_position_embeddings ", config().max_position_embeddings);
     RECORD_USER_SCOPE("ddx::embedding");
-    return tok_embeddings->forward(tokens, !lm_head && tied == TiedHead::kInSameGraph);
+    return tok_embeddings->forward(tokens, lm_head ? TiedGradientPtr() : tied);
   }
 
   torch::Tensor block(int64_t i, const torch::Tensor& hidden) override {
@@ -118,10 +118,10 @@ class Llama : public CausalLM {
     return blocks.at(i)->forward(hidden, rope_for(seq, hidden.device()));
   }
 
-  torch::Tensor head(const torch::Tensor& hidden, TiedHead tied) override {
+  torch::Tensor head(const torch::Tensor& hidden, const TiedGradientPtr& tied) override {
     RECORD_USER_SCOPE("ddx::head");
     const torch::Tensor h = enter_tp_region(norm->forward(hidden), tensor_parallel());
-    return lm_head ? torch::linear(h, lm_head->weight) : tok_embeddings->logits(h, tied == TiedHead::kInSameGraph);
+    return lm_head ? torch::linear(h, lm_head->weight) : tok_embeddings->logits(h, tied);
   }
 
   std::shared_ptr<torch::nn::Module> block_module(int64_t i) override { return blocks.at(i); }

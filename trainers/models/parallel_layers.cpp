@@ -222,16 +222,16 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab_, int64_t dim_, con
   weight = register_parameter("weight", detail::new_parameter({rows.size(), dim}, options));
 }
 
-torch::Tensor VocabParallelEmbedding::forward(const torch::Tensor& ids, bool tied_in_graph) const {
-  if (!split(tp)) return tied_in_graph ? detail::tied_embedding(weight, ids) : torch::embedding(weight, ids);
+torch::Tensor VocabParallelEmbedding::forward(const torch::Tensor& ids, const TiedGradientPtr& tied) const {
+  if (!split(tp)) return detail::tied_embedding(weight, ids, tied);
   torch::Tensor outside = ids.lt(rows.begin).logical_or(ids.ge(rows.end));
   torch::Tensor partial = torch::embedding(weight, (ids - rows.begin).masked_fill(outside, 0))
                               .masked_fill(outside.unsqueeze(-1), 0);
   return leave_tp_region(partial, tp);
 }
 
-torch::Tensor VocabParallelEmbedding::logits(const torch::Tensor& hidden, bool tied_in_graph) const {
-  return tied_in_graph && !split(tp) ? detail::tied_head(hidden, weight) : torch::linear(hidden, weight);
+torch::Tensor VocabParallelEmbedding::logits(const torch::Tensor& hidden, const TiedGradientPtr& tied) const {
+  return split(tp) ? torch::linear(hidden, weight) : detail::tied_head(hidden, weight, tied);
 }
 
 ParameterShards VocabParallelEmbedding::shards() const {

@@ -88,11 +88,10 @@ struct RowParallelLinear : torch::nn::Module, ShardedModule {
 // partial embeddings are summed (one all-reduce, or a reduce-scatter to sequence shards under SP).
 struct VocabParallelEmbedding : torch::nn::Module, ShardedModule {
   VocabParallelEmbedding(int64_t vocab, int64_t dim, const TensorParallel& tp, const torch::TensorOptions& options);
-  // `tied_in_graph`: the lookup and the head (logits()) use `weight` in the same autograd graph
-  // (CausalLM::TiedHead).
-  torch::Tensor forward(const torch::Tensor& ids, bool tied_in_graph = false) const;
+  // `tied`: the lookup and the head (logits()) run in one autograd graph (TiedGradient).
+  torch::Tensor forward(const torch::Tensor& ids, const TiedGradientPtr& tied = {}) const;
   // The tied LM head: hidden @ weight^T, this rank's vocabulary slice of the logits.
-  torch::Tensor logits(const torch::Tensor& hidden, bool tied_in_graph) const;
+  torch::Tensor logits(const torch::Tensor& hidden, const TiedGradientPtr& tied) const;
   ParameterShards shards() const override;
   torch::Tensor weight;
   int64_t vocab, dim;
