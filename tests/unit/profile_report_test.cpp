@@ -31,6 +31,9 @@ std::vector<ProfileEvent> two_steps() {
       ev("autograd::engine::evaluate_function: MmBackward0", 510, 560, 6), ev("aten::mm", 515, 550),
       ev("autograd::engine::evaluate_function: AddmmBackward0", 560, 660, 3),
       ev("autograd::engine::evaluate_function: Unknown", 660, 700, 99),
+      // A custom function's node: no forward op has its number; it opens its kind's scope.
+      ev("autograd::engine::evaluate_function: torch::autograd::CppNode<Tied>", 700, 760, 98),
+      ev("ddx::embedding", 705, 755), ev("aten::index_add_", 710, 750),
       ev("ddx::comm_wait", 800, 850),
       ev("ddx::optimizer", 850, 990), ev("aten::lerp_", 860, 960),
       ev("aten::mm", 2000, 2100),  // between steps: not counted
@@ -66,11 +69,13 @@ TEST(ProfileReport, EveryNanosecondOfAStepLandsInOneRow) {
   EXPECT_DOUBLE_EQ(row(s, "forward.head"), per_step(50));
   EXPECT_DOUBLE_EQ(row(s, "forward.other"), 0);
   EXPECT_DOUBLE_EQ(row(s, "loss"), per_step(50));
-  // Backward nodes take the layer kind of the forward op with their sequence number; the
-  // unknown node and the scope's own time are "other".
+  // Backward nodes take the layer kind of the forward op with their sequence number, or of
+  // the scope they open (a custom function's); the unknown node, the custom node's own time
+  // and the scope's own time are "other".
   EXPECT_DOUBLE_EQ(row(s, "backward.head"), per_step(50));
   EXPECT_DOUBLE_EQ(row(s, "backward.attention"), per_step(100));
-  EXPECT_DOUBLE_EQ(row(s, "backward.other"), per_step(40 + 110));
+  EXPECT_DOUBLE_EQ(row(s, "backward.embedding"), per_step(50));
+  EXPECT_DOUBLE_EQ(row(s, "backward.other"), per_step(40 + 10 + 50));
   EXPECT_DOUBLE_EQ(row(s, "comm_wait"), per_step(50));
   EXPECT_DOUBLE_EQ(row(s, "optimizer"), per_step(140));
   EXPECT_DOUBLE_EQ(row(s, "other"), per_step(60 + 500));

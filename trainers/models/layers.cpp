@@ -48,6 +48,7 @@ class TiedEmbeddingLookup : public torch::autograd::Function<TiedEmbeddingLookup
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("ddx::embedding");  // for the profile (profile_report.cpp)
     const torch::Tensor ids = ctx->get_saved_variables()[0];
     const TiedGradientPtr tied = kept(ctx);
     torch::Tensor product = std::move(tied->head_product);
@@ -74,6 +75,7 @@ class TiedHeadProduct : public torch::autograd::Function<TiedHeadProduct> {
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("ddx::head");  // for the profile (profile_report.cpp)
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& hidden = saved[0];
     const torch::Tensor& weight = saved[1];

@@ -66,7 +66,10 @@ std::string row_of(const Context& c, const std::unordered_map<int64_t, std::stri
   }
   if (c.phase == "backward") {
     auto it = forward_kind.find(c.node_seq);
-    return "backward." + (it == forward_kind.end() ? std::string("other") : it->second);
+    if (it != forward_kind.end()) return "backward." + it->second;
+    // A custom autograd function's node has no forward op under its number (its forward runs
+    // without autograd): it names its layer kind with a scope inside its backward.
+    return "backward." + (c.kind.empty() ? std::string("other") : c.kind);
   }
   return c.phase;
 }
