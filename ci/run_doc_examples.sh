@@ -168,12 +168,12 @@ full	ddx launch -np 4 -- ddx train --strategy fsdp -e train-fsdp -b 2
 cheap	ddx train -m debug --max-steps 4 --profile prof
 full	ddx train -m gpt2 -b 2 -s 128 --max-steps 4 --profile prof-gpt2
 full	ddx launch -np 2 -- ddx train --strategy ddp -b 2 --max-steps 4 --profile prof-ddp
-skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --rounds 3 --profile prof-compare
-skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --rounds 3 --steps 5 --warmup 1
-skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model llama-100m --batch 2 --seq 128 --rounds 2 --steps 4 --warmup 1
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --rounds 5
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --rounds 1 --profile prof-compare
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model llama-100m --rounds 5
 skip a benchmark (ci/test.sh runs it; docs/performance.md shows its numbers)	build/bin/train_step_bench --benchmark_min_time=0.2
 cheap	ddx train -m debug --max-steps 20 --fused-adamw
-skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --batch 2 --seq 128 --rounds 2 --steps 5 --warmup 1 --fused-adamw
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --rounds 3 --fused-adamw
 EOF
 }
 
