@@ -67,7 +67,8 @@ def ddx_run(args, workdir, extra=(), steps=None):
         os.remove(metrics)
     cmd = [args.ddx, "train", "-m", ddx_model(args, workdir), "-b", str(args.batch), "-s", str(args.seq),
            "--max-steps", str(steps or args.steps), "--log-freq", "1", "--no-progress", "--lr", "1e-4",
-           "--metrics-file", metrics, "--save-dir", workdir, *(["--fused-adamw"] if args.fused_adamw else []), *extra]
+           "--metrics-file", metrics, "--save-dir", workdir, *(["--fused-adamw"] if args.fused_adamw else []),
+           *args.ddx_flags.split(), *extra]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
     if done.returncode != 0:
@@ -192,6 +193,8 @@ def main():
     p.add_argument("--profile", metavar="DIR", help="then profile both sides and compare them op by op")
     p.add_argument("--fused-adamw", action="store_true",
                    help="both sides use the fused AdamW kernel (ddx --fused-adamw, torch.optim.AdamW(fused=True))")
+    p.add_argument("--ddx-flags", default="",
+                   help="more flags for ddx train only, e.g. --ddx-flags=--fused-adamw (ddx's fast path against eager's default)")
     p.add_argument("--eager-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--eager-profile", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -211,7 +214,8 @@ def main():
         d, r = statistics.median(ddx_rates), statistics.median(eager_rates)
         print(f"model {args.model}, batch {args.batch} x {args.seq} tokens, {args.rounds} alternating rounds of "
               f"{args.steps - args.warmup} timed steps per side, torch {torch.__version__}, {args.threads} thread(s) each"
-              + (", fused AdamW on both" if args.fused_adamw else ""))
+              + (", fused AdamW on both" if args.fused_adamw else "")
+              + (f", ddx train {args.ddx_flags}" if args.ddx_flags else ""))
         print(f"{'':24s} {'median tokens/s':>16s} {'peak RSS MiB':>13s}")
         print(f"{'ddx train (C++)':24s} {d:16.1f} {ddx_rss / 2**20:13.0f}")
         print(f"{'PyTorch eager (Python)':24s} {r:16.1f} {eager_rss / 2**20:13.0f}")

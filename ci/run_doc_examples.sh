@@ -174,6 +174,7 @@ skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchm
 skip a benchmark (ci/test.sh runs it; docs/performance.md shows its numbers)	build/bin/train_step_bench --benchmark_min_time=0.2
 cheap	ddx train -m debug --max-steps 20 --fused-adamw
 skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model gpt2 --rounds 3 --fused-adamw
+skip a benchmark (docs/performance.md shows its numbers)	.venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx --model llama-100m --rounds 3 --ddx-flags=--fused-adamw
 EOF
 }
 
