@@ -20,6 +20,11 @@ namespace {
 
 constexpr int kRunTimeoutS = 150;
 
+// Both sides' training dtype (reference_run.h: the precision), and the safetensors dtype their
+// final weights then have.
+constexpr const char* kDtype = "fp64";
+constexpr const char* kWeightsDtype = "F64";
+
 std::vector<nlohmann::json> read_jsonl(const std::string& file) {
   std::vector<nlohmann::json> records;
   std::ifstream in(file);
@@ -84,8 +89,8 @@ std::vector<std::string> ReferenceRunTest::ddx_train(const std::string& name, st
 }
 
 RunResult ReferenceRunTest::run_ddx(const std::string& name, int ranks, std::vector<std::string> flags) {
-  std::vector<std::string> extra = {"--lr", "3e-3", "--max-steps", std::to_string(steps_), "--final-weights",
-                                    path(name + ".safetensors")};
+  std::vector<std::string> extra = {"--dtype", kDtype, "--lr", "3e-3", "--max-steps", std::to_string(steps_),
+                                    "--final-weights", path(name + ".safetensors")};
   extra.insert(extra.end(), flags.begin(), flags.end());
   auto train = ddx_train(name, extra);
   if (ranks == 1) return run(name, train);
@@ -94,6 +99,7 @@ RunResult ReferenceRunTest::run_ddx(const std::string& name, int ranks, std::vec
   return run(name, argv);
 }
 
+// At the default --dtype fp32: ddx draws float32 initial values at any dtype.
 void ReferenceRunTest::make_initial_weights() {
   auto init = run("init", ddx_train("init", {"-b", std::to_string(global_batch_), "--lr", "0", "--max-steps", "1",
                                              "--final-weights", path("init.safetensors")}));
@@ -105,7 +111,7 @@ void ReferenceRunTest::run_reference(const std::string& name, const std::string&
   std::vector<std::string> argv = {DDX_PYTHON, std::string(DDX_SOURCE_DIR) + "/tests/python/" + script,
                                    "--data", data_, "--init", path("init.safetensors"), "--model", model_,
                                    "--seq-length", std::to_string(seq_length_), "--steps", std::to_string(steps_),
-                                   "--lr", "3e-3", "--out", path(name + ".json"),
+                                   "--lr", "3e-3", "--dtype", kDtype, "--out", path(name + ".json"),
                                    "--final-weights", path(name + ".safetensors")};
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto ref = run(name, argv);
@@ -145,6 +151,9 @@ void ReferenceRunTest::expect_matches(const std::string& ours, const std::string
   std::string worst_tensor;
   for (const auto& [tensor, info] : y_index) {
     ASSERT_TRUE(x_index.count(tensor)) << tensor << " missing from ddx's final weights";
+    // A side that trained in float32 would fail on rounding alone: say so instead.
+    ASSERT_EQ(info.dtype, kWeightsDtype) << label << " did not train in " << kDtype << ": " << tensor;
+    ASSERT_EQ(x_index.at(tensor).dtype, kWeightsDtype) << "ddx did not train in " << kDtype << ": " << tensor;
     auto x = models::read_tensor(x_index.at(tensor)), y = models::read_tensor(info);
     ASSERT_EQ(x.sizes(), y.sizes()) << tensor;
     const double diff = (x - y).abs().max().item<double>();
@@ -154,6 +163,8 @@ void ReferenceRunTest::expect_matches(const std::string& ours, const std::string
     }
     scale = std::max(scale, y.abs().max().item<double>());
   }
+  std::printf("%s: final weights differ from %s by %.3g of the largest weight (%s)\n", ours.c_str(), label.c_str(),
+              max_diff / scale, worst_tensor.c_str());
   EXPECT_LE(max_diff, tol.weight_tol_of_scale * scale)
       << ours << ": worst tensor " << worst_tensor << ": " << max_diff << " of max weight " << scale;
 }

@@ -30,7 +30,7 @@ Processes: under `ddx launch` / torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_
 environment) each process is one rank; otherwise the script spawns --nproc ranks itself.
 
   fsdp2_reference.py --data data.txt --init init.safetensors --seq-length 32 --batch-size 4 \
-      --steps 20 --lr 3e-3 --out losses.json [--nproc 2] [--final-weights final.safetensors]
+      --steps 20 --lr 3e-3 --out losses.json [--nproc 2] [--final-weights final.safetensors] [--dtype fp64]
 
 --init: safetensors with ddx parameter names (`ddx train --final-weights`, e.g. after one step
 at --lr 0) or Hugging Face GPT-2 names (`--init-from` files). Output JSON: {"losses": [...],
@@ -71,7 +71,7 @@ def train(rank, world, args):
 
     def step_loss():
         logits = model(inputs)
-        loss_sum = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), reduction="sum")
+        loss_sum = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum")
         (loss_sum * (1.0 / args.global_tokens)).backward()
         # Global gradient norm: local shards' squares summed over ranks.
         sq = torch.zeros((), dtype=torch.float64)

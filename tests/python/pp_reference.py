@@ -21,7 +21,7 @@ Gradient norm: each stage's squares summed over the pipeline, the head's copy of
 counted. Final weights: every parameter from the stage that holds it, gathered to rank 0.
 
   pp_reference.py --data data.txt --init init.safetensors --model config.json --seq-length 32 \
-      --batch-size 8 --microbatches 4 --schedule 1f1b --split 4 --steps 20 --lr 3e-3 --out losses.json
+      --batch-size 8 --microbatches 4 --schedule 1f1b --split 4 --steps 20 --lr 3e-3 --out losses.json [--dtype fp64]
 """
 import argparse
 import os

@@ -12,6 +12,12 @@ computes x @ W^T + b as reference_models.py does; its weight has ddx's layout [o
 fused c_attn is held as three Linears q, k, v (rows 0..d, d..2d, 2d..3d of c_attn): tensor
 parallelism must split attention per head, and a column split of each of q, k, v is one. The
 weights load from and save to ddx's names (c_attn fused).
+
+Precision: --dtype fp64 (`ddx train --dtype fp64`'s counterpart) builds the model in float64 and
+computes everything in it (forward, loss, norms, AdamW's state), so that what differs from ddx
+is rounding at float64's epsilon and a real difference stands out by orders of magnitude. The
+initial weights may be a float32 file (ddx writes its initialisation in float32): widening them
+is exact, and ddx in float64 widens the same float32 values.
 """
 import json
 import math
@@ -32,6 +38,9 @@ import reference_models as ref  # noqa: E402
 # ddx's `debug` preset (trainers/models/model_config.cpp), as a Hugging Face GPT-2 config.
 DEBUG_CONFIG = {"model_type": "gpt2", "vocab_size": 259, "n_embd": 35, "n_layer": 3, "n_head": 5,
                 "n_positions": 131, "n_inner": 137, "layer_norm_epsilon": 1e-5}
+
+# --dtype: the training dtype of `ddx train --dtype`.
+DTYPES = {"fp32": torch.float32, "fp64": torch.float64}
 
 
 # --- model: ddx names and shapes, reference_models.py's math --------------------------------
@@ -201,8 +210,9 @@ def load_config(spec):
 def build_model(args):
     """ddx's GPT-2 for --model with the weights of --init (ddx or HF names), before any plan."""
     cfg = load_config(args.model)
-    weights = hf_to_ddx_names({k: v.float() for k, v in load_file(args.init).items()})
-    model = GPT2(cfg, tied="lm_head.weight" not in weights)
+    dtype = DTYPES[args.dtype]
+    weights = hf_to_ddx_names({k: v.to(dtype) for k, v in load_file(args.init).items()})
+    model = GPT2(cfg, tied="lm_head.weight" not in weights).to(dtype)  # .to() keeps wte and lm_head tied
     weights = module_weights(weights, model)
     params = dict(model.named_parameters(remove_duplicate=False))
     mismatch = set(params) ^ set(weights)
@@ -312,7 +322,7 @@ def write_results(model, args, record):
         return
     if full is not None:
         save_file(full, args.final_weights)
-    record.update(world_size=dist.get_world_size(), tokens_per_step=args.global_tokens)
+    record.update(world_size=dist.get_world_size(), tokens_per_step=args.global_tokens, dtype=args.dtype)
     with open(args.out, "w") as f:
         json.dump(record, f)
 
@@ -330,6 +340,8 @@ def add_common_args(p):
     p.add_argument("--lr-decay-steps", type=int, default=1000)
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--max-grad-norm", type=float, default=0.0, help="clip the global gradient norm (0: off)")
+    p.add_argument("--dtype", choices=sorted(DTYPES), default="fp32",
+                   help="training dtype (ddx's --dtype): fp64 tells a difference from rounding")
     p.add_argument("--nproc", type=int, default=2, help="ranks to spawn when not started by a launcher")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     p.add_argument("--out", required=True, help="JSON file for the per-step losses")

@@ -33,7 +33,7 @@ Gradient norm: each parameter counted once, sharded ones from the sum of their s
 over the group, replicated ones (plain tensors, Replicate DTensors) from one copy.
 
   tp_reference.py --data data.txt --init init.safetensors --model config.json --seq-length 32 \
-      --batch-size 8 --steps 20 --lr 3e-3 --out losses.json [--nproc 2] [--sequence-parallel]
+      --batch-size 8 --steps 20 --lr 3e-3 --out losses.json [--nproc 2] [--sequence-parallel] [--dtype fp64]
 
 --nproc 1 runs the same script without any parallel plan: PyTorch's single-device numbers.
 """
