@@ -317,21 +317,27 @@ void fsdp_unit(World& world) {
   unit.begin_reduce_scatter(g);
   unit.finish_reduce_scatter();
   unit.reshard();
+  std::vector<torch::Tensor> sums;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const ShardedParameter& p = layout.parameters[i];
     auto sum = torch::zeros(shapes[i].second, torch::kFloat64);
     for (int r = 0; r < W; ++r) sum += 2 * full[i] * rank_gradient(r, static_cast<int>(i), shapes[i].second);
+    sums.push_back(sum);
     expect(!params[i].grad().defined(), "unsharded gradient dropped after the reduce-scatter");
     expect(torch::equal(unit.owned_grad_rows(i), sum.narrow(0, p.row_begin(rank), p.owned_rows(rank))),
            "reduce-scatter gives my rows of the summed gradient of " + shapes[i].first);
   }
-  auto everything = unit.gather_full_float32(g);
-  for (size_t i = 0; i < shapes.size(); ++i)
-    expect(torch::equal(everything[i], full[i].to(torch::kFloat32)), "full gather of " + shapes[i].first);
+  // Float64 storage comes back as float64, bit for bit; so do the summed gradients.
+  auto everything = unit.gather_full(g, train::Held::Parameters);
+  auto gradients = unit.gather_full(g, train::Held::Gradients);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    expect(torch::equal(everything[i], full[i]), "full gather of " + shapes[i].first);
+    expect(torch::equal(gradients[i], sums[i]), "full gather of the summed gradient of " + shapes[i].first);
+  }
   remove_op_observer(&counter);
   std::lock_guard<std::mutex> lock(counter.mutex);
-  expect(counter.counts["all_gather"] == 3 && counter.counts["reduce_scatter"] == 1 && counter.counts.size() == 2,
-         "two gathers + one full gather and one reduce-scatter, nothing else");
+  expect(counter.counts["all_gather"] == 4 && counter.counts["reduce_scatter"] == 1 && counter.counts.size() == 2,
+         "two gathers + full gathers of parameters and gradients and one reduce-scatter, nothing else");
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ RmsNorm::RmsNorm(int64_t dim, double eps_, const torch::TensorOptions& options) 
 
 torch::Tensor RmsNorm::forward(const torch::Tensor& x) const {
   RECORD_USER_SCOPE("ddx::norm");
-  torch::Tensor x32 = x.to(torch::kFloat32);
+  // At least float32 (as HF's LlamaRMSNorm); float64 stays float64.
+  torch::Tensor x32 = x.to(x.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32);
   x32 = x32 * torch::rsqrt(x32.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return weight * x32.to(x.scalar_type());
 }

@@ -33,7 +33,8 @@ bool chunkable(const torch::Tensor& param, const torch::Tensor& grad, const Adam
 }
 
 void add_chunk_norm(const torch::Tensor& chunk, double& total) {
-  const double n = torch::linalg_vector_norm(chunk, 2, c10::nullopt, false, torch::kFloat32).item<double>();
+  const auto dtype = chunk.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  const double n = torch::linalg_vector_norm(chunk, 2, c10::nullopt, false, dtype).item<double>();
   total += n * n;
 }
 

@@ -372,17 +372,17 @@ double FsdpStrategy::optimizer_step(double lr, double max_grad_norm) {
   return norm;
 }
 
-std::map<std::string, torch::Tensor> FsdpStrategy::gather_units() {
+std::map<std::string, torch::Tensor> FsdpStrategy::gather_units(Held what) {
   std::map<std::string, torch::Tensor> gathered;
   for (auto& unit : units_) {
-    std::vector<torch::Tensor> full = unit->gather_full_float32(*group_);
+    std::vector<torch::Tensor> full = unit->gather_full(*group_, what);
     for (size_t i = 0; i < full.size(); ++i) gathered[unit->layout().parameters[i].name] = std::move(full[i]);
   }
   return gathered;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> FsdpStrategy::full_parameters() {
-  std::map<std::string, torch::Tensor> gathered = gather_units();
+std::vector<std::pair<std::string, torch::Tensor>> FsdpStrategy::full_tensors(Held what) {
+  std::map<std::string, torch::Tensor> gathered = gather_units(what);
   // In the model's parameter order, as every other strategy returns them.
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (auto& item : model_->named_parameters()) out.emplace_back(item.key(), gathered.at(item.key()));

@@ -55,7 +55,7 @@ class FsdpStrategy : public Strategy {
                           PhaseTimes& times) override;
   double finish_gradients() override;
   double optimizer_step(double lr, double max_grad_norm) override;
-  std::vector<std::pair<std::string, torch::Tensor>> full_parameters() override;
+  std::vector<std::pair<std::string, torch::Tensor>> full_tensors(Held what) override;
   // The rows this rank owns of every parameter (possibly none), each the only copy.
   std::vector<OwnedParameter> owned_parameters() override;
   void save_state(const std::string& dir) override;
@@ -92,8 +92,8 @@ class FsdpStrategy : public Strategy {
   // owns rows of, under no-grad.
   using OwnedRowsFunction = std::function<void(FsdpUnit&, size_t, const ShardedParameter&, int64_t, int64_t)>;
   void for_each_owned(const OwnedRowsFunction& fn);
-  // Every unit's whole parameters by name, float32 on CPU (collective over the group).
-  std::map<std::string, torch::Tensor> gather_units();
+  // Every unit's whole parameters (or gradients) by name on CPU (collective over the group).
+  std::map<std::string, torch::Tensor> gather_units(Held what);
   // Checkpoints of the strategies built on FSDP (2D, pipeline x FSDP): each rank's rows of the
   // parameters `writes` accepts, as blocks of the full tensors (`full_shapes`; TP slices placed
   // by `shards`), one file per rank of `world` (fsdp_checkpoint.h's version 2), nothing

@@ -191,8 +191,11 @@ void FsdpUnit::drop_unsharded_gradients() {
   }
 }
 
-std::vector<torch::Tensor> FsdpUnit::gather_full_float32(Group& group) const {
-  torch::Tensor input = shard_.to(devices_.compute, torch::kFloat32);
+std::vector<torch::Tensor> FsdpUnit::gather_full(Group& group, Held what) const {
+  const torch::Tensor& flat = what == Held::Parameters ? shard_ : shard_grad_;
+  const torch::Dtype dtype = full_dtype(shard_.scalar_type());
+  torch::Tensor input = flat.defined() ? flat.to(devices_.compute, dtype)
+                                       : torch::zeros({layout_.shard_numel}, shard_.options().dtype(dtype).device(devices_.compute));
   torch::Tensor gathered = torch::empty({layout_.world_size * layout_.shard_numel}, input.options());
   all_gather(group, gathered, input).wait();
   torch::Tensor full = torch::empty({layout_.full_numel}, input.options());

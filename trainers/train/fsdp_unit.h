@@ -20,6 +20,7 @@
 #include "ddx/collectives.h"
 #include "ddx/process_group.h"
 #include "train/fsdp_layout.h"
+#include "train/held.h"
 
 namespace ddx::train {
 
@@ -69,8 +70,9 @@ class FsdpUnit {
   // Returns the seconds spent waiting.
   double finish_reduce_scatter();
 
-  // The whole parameters from every rank's master shard, float32 on CPU (collective).
-  std::vector<torch::Tensor> gather_full_float32(Group& group) const;
+  // The whole parameters from every rank's master shard (or the whole gradients from every
+  // rank's gradient shard), float32 or float64 (full_dtype()) on CPU (collective).
+  std::vector<torch::Tensor> gather_full(Group& group, Held what) const;
 
   // Bytes of the unsharded buffer, of any gather or reduce-scatter buffer in flight, and of
   // unsharded gradients currently held.

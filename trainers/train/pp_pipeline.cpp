@@ -115,6 +115,7 @@ models::TensorParallel Pipeline::tensor_parallel() const {
 }
 
 void Pipeline::start(models::CausalLM& model, StageRunner& runner, torch::Device device, torch::Dtype activations) {
+  full_dtype_ = full_dtype(activations);
   executor_ = std::make_unique<PipelineExecutor>(model, runner, *pp_, *kind_, split_, virtual_stages_, device,
                                                  activations);
 }
@@ -227,9 +228,9 @@ void Pipeline::measure(const std::vector<PipeEvent>& events, int microbatches) {
   write_pipeline_trace(trace_path_, trace_, info);
 }
 
-NamedTensors Pipeline::full_parameters(const std::map<std::string, torch::Tensor>& held, torch::Device device) {
+NamedTensors Pipeline::full_tensors(const std::map<std::string, torch::Tensor>& held, torch::Device device) {
   NamedTensors out;
-  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const auto options = torch::TensorOptions().dtype(full_dtype_).device(device);
   for (const auto& [name, shape] : full_shapes_) {
     const int owner = owner_.at(name);
     torch::Tensor t = owner == pp_->rank() ? held.at(name).detach().to(options).clone() : torch::empty(shape, options);

@@ -46,9 +46,10 @@ class Pipeline {
   // The step: micro-batches through the schedule; returns the loss sum (as Strategy::run_batch).
   double run_batch(const std::vector<MicroBatch>& micro, double loss_scale, PhaseTimes& times);
   const std::map<std::string, double>& stats() const { return stats_; }
-  // Every parameter, float32 on CPU, broadcast over the pipeline from the rank that owns it;
-  // `held`: this rank's (at least those it owns), whole (TP slices already assembled).
-  NamedTensors full_parameters(const std::map<std::string, torch::Tensor>& held, torch::Device device);
+  // Every parameter (or gradient: `held` says which) on CPU in full_dtype() of the activations,
+  // broadcast over the pipeline from the rank that owns it; `held`: this rank's (at least those
+  // it owns), whole (TP slices already assembled).
+  NamedTensors full_tensors(const std::map<std::string, torch::Tensor>& held, torch::Device device);
 
  private:
   // Splits each of the step's batches into --microbatches pipeline micro-batches.
@@ -65,6 +66,7 @@ class Pipeline {
   const ScheduleKind* kind_ = nullptr;
   StageSplit split_;
   std::unique_ptr<PipelineExecutor> executor_;
+  torch::Dtype full_dtype_ = torch::kFloat32;  // of full_tensors(): every rank the same
   ParameterShapes full_shapes_;        // every parameter (whole, not TP slices), module order
   std::map<std::string, int> owner_;   // pipeline rank that holds (for a tied one: writes) each parameter
   std::set<std::string> tied_;         // held by the first and the last stage

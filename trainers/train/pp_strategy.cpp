@@ -80,9 +80,10 @@ class PpStrategy : public ReplicatedStrategy {
     return seconds_since(t0);
   }
 
-  NamedTensors full_parameters() override {
-    const NamedTensors whole = pipeline_.tp() ? full_tp_parameters(*pipeline_.tp(), shards_, parameters_) : parameters_;
-    return pipeline_.full_parameters(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), device_);
+  NamedTensors full_tensors(Held what) override {
+    const NamedTensors held = held_tensors(parameters_, what);
+    const NamedTensors whole = pipeline_.tp() ? full_tp_parameters(*pipeline_.tp(), shards_, held) : held;
+    return pipeline_.full_tensors(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), device_);
   }
 
   void save_state(const std::string& dir) override {
@@ -181,11 +182,11 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
     return waited + seconds_since(t0);
   }
 
-  NamedTensors full_parameters() override {
-    std::map<std::string, torch::Tensor> slices = gather_units();
-    if (!pipeline_.tp()) return pipeline_.full_parameters(slices, torch::kCPU);
+  NamedTensors full_tensors(Held what) override {
+    std::map<std::string, torch::Tensor> slices = gather_units(what);
+    if (!pipeline_.tp()) return pipeline_.full_tensors(slices, torch::kCPU);
     const NamedTensors whole = full_tp_parameters(*pipeline_.tp(), shards_, NamedTensors(slices.begin(), slices.end()));
-    return pipeline_.full_parameters(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), torch::kCPU);
+    return pipeline_.full_tensors(std::map<std::string, torch::Tensor>(whole.begin(), whole.end()), torch::kCPU);
   }
 
   // Each rank's FSDP rows of its stages' parameters (or TP slices); a tied one by the first

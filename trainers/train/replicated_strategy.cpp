@@ -92,9 +92,11 @@ double ReplicatedStrategy::optimizer_step(double lr, double max_grad_norm) {
   return norm;
 }
 
-NamedTensors ReplicatedStrategy::full_parameters() {
+NamedTensors ReplicatedStrategy::full_tensors(Held what) {
   NamedTensors out;
-  for (const auto& [name, p] : parameters_) out.emplace_back(name, p.detach().to(torch::kCPU, torch::kFloat32).clone());
+  for (const auto& [name, p] : parameters_) {
+    out.emplace_back(name, held_tensor(p, what).to(torch::kCPU, full_dtype(p.scalar_type())).clone());
+  }
   return out;
 }
 

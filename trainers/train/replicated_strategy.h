@@ -23,7 +23,7 @@ class ReplicatedStrategy : public Strategy {
                           PhaseTimes& times) override;
   double finish_gradients() override { return 0.0; }
   double optimizer_step(double lr, double max_grad_norm) override;
-  NamedTensors full_parameters() override;
+  NamedTensors full_tensors(Held what) override;
   NamedTensors local_parameters() override { return parameters_; }
   void save_state(const std::string& dir) override;
   void load_state(const std::string& dir) override;

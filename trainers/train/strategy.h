@@ -14,6 +14,7 @@
 #include "ddx/collectives.h"
 #include "ddx/process_group.h"
 #include "models/causal_lm.h"
+#include "train/held.h"
 #include "train/train_options.h"
 
 namespace ddx::train {
@@ -86,8 +87,13 @@ class Strategy {
   // update at `lr`, and zeroing of gradients. Returns the norm.
   virtual double optimizer_step(double lr, double max_grad_norm) = 0;
 
-  // Full parameters by name, float32 on CPU, on every rank (sharded strategies gather).
-  virtual std::vector<std::pair<std::string, torch::Tensor>> full_parameters() = 0;
+  // Full parameters, or their gradients, by name in module order on CPU, float32 (float64 when
+  // the model trains in float64), on every rank (sharded strategies gather: a collective). The
+  // gradients are those the optimizer is about to use: read them after finish_gradients() and
+  // before optimizer_step() (`ddx train --grads-file`, the parity suite's gradient check).
+  virtual std::vector<std::pair<std::string, torch::Tensor>> full_tensors(Held what) = 0;
+  std::vector<std::pair<std::string, torch::Tensor>> full_parameters() { return full_tensors(Held::Parameters); }
+  std::vector<std::pair<std::string, torch::Tensor>> full_gradients() { return full_tensors(Held::Gradients); }
   // This rank's own live parameter tensors by name in module order, for the detectors (their
   // gradients for --nan-check, checksums across data-parallel replicas for --replica-check-freq)
   // and parameter faults. Empty (nothing checked) for a strategy that does not expose them.

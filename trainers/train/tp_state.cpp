@@ -54,7 +54,7 @@ torch::Tensor full_tp_tensor(Group& tp, const models::ParameterShards& shards, c
 NamedTensors full_tp_parameters(Group& tp, const models::ParameterShards& shards, const NamedTensors& local) {
   NamedTensors out;
   for (const auto& [name, t] : local) {
-    out.emplace_back(name, full_tp_tensor(tp, shards, name, t).to(torch::kCPU, torch::kFloat32).clone());
+    out.emplace_back(name, full_tp_tensor(tp, shards, name, t).to(torch::kCPU, full_dtype(t.scalar_type())).clone());
   }
   return out;
 }

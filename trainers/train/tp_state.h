@@ -34,7 +34,7 @@ double sharded_grad_norm_sq(const std::vector<std::pair<std::string, torch::Tens
 torch::Tensor full_tp_tensor(Group& tp, const models::ParameterShards& shards, const std::string& name,
                              const torch::Tensor& local);
 
-// full_tp_tensor() of each parameter, float32 on CPU (Strategy::full_parameters()).
+// full_tp_tensor() of each tensor on CPU, float32 or float64 (Strategy::full_tensors()).
 NamedTensors full_tp_parameters(Group& tp, const models::ParameterShards& shards, const NamedTensors& local);
 
 // Each parameter's full shape (its TP slice's shape for replicated ones).

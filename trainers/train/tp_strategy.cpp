@@ -48,7 +48,7 @@ std::vector<Strategy::OwnedParameter> TpStrategy::owned_parameters() {
   return out;
 }
 
-NamedTensors TpStrategy::full_parameters() { return full_tp_parameters(*group_, shards_, parameters_); }
+NamedTensors TpStrategy::full_tensors(Held what) { return full_tp_parameters(*group_, shards_, held_tensors(parameters_, what)); }
 
 void TpStrategy::save_state(const std::string& dir) {
   save_tp_checkpoint(dir, *group_, shards_, parameters_, optimizer_->state(), group_->rank(), true, *config_);

@@ -25,7 +25,7 @@ class TpStrategy : public ReplicatedStrategy {
  public:
   void setup(const StrategyContext& context) override;
   double finish_gradients() override;
-  NamedTensors full_parameters() override;
+  NamedTensors full_tensors(Held what) override;
   // Replicated parameters have copies on the TP group; a slice is the only one of its kind.
   std::vector<OwnedParameter> owned_parameters() override;
   void save_state(const std::string& dir) override;

@@ -44,8 +44,10 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   cmd.add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints kept (oldest removed)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
-  cmd.add_option("--dtype", o.dtype, "fp32, or bf16 (pure bf16 weights; for GPUs)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  cmd.add_option("--dtype", o.dtype,
+                 "fp32, bf16 (pure bf16 weights; for GPUs) or fp64 (tells a bug from rounding: parity and "
+                 "reference tests)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp64"}))->capture_default_str();
   cmd.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
   cmd.add_option("--warmup-steps", o.warmup_steps, "Linear warmup steps")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
@@ -74,6 +76,11 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                  "Record a checksum of the full parameters every N steps (0: only at the end)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str();
   cmd.add_option("--final-weights", o.final_weights, "Write the final full parameters to this safetensors file");
+  cmd.add_option("--grads-file", o.grads_file,
+                 "Write the full gradients of step --grads-step (summed over the ranks, before clipping and the "
+                 "update) to this safetensors file");
+  cmd.add_option("--grads-step", o.grads_step, "The step whose gradients --grads-file writes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
   cmd.add_flag("--uneven-tokens", o.uneven_tokens,
                "Ignore the first ((7p mod 13) mod seq/2) labels of the sequence at global-batch position p, so "
                "ranks hold different token counts (tests loss normalisation; ddx parity --uneven-tokens)");

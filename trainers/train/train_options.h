@@ -45,6 +45,8 @@ struct TrainOptions {
   bool verify_init = false;       // DDP: compare parameter checksums instead of broadcasting
   int64_t checksum_freq = 0;      // parameter checksum in the metrics every N steps (0: at the end)
   std::string final_weights;      // write the full final parameters here (safetensors, ddx names)
+  std::string grads_file;         // write the full gradients of step grads_step here
+  int64_t grads_step = 1;
   bool uneven_tokens = false;     // mask a position-dependent prefix of each sequence's labels
   // Detectors (docs/faults.md).
   bool nan_check = false;         // non-finite local gradients named before the optimizer step

@@ -220,7 +220,7 @@ void set_up(Run& run) {
   log::set_rank(info.rank, info.world_size);
   set_error_report_rank(info.rank, info.local_rank, info.world_size);
   run.device = pick_device(o.device, info.local_rank);
-  run.dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+  run.dtype = o.dtype == "bf16" ? torch::kBFloat16 : o.dtype == "fp64" ? torch::kFloat64 : torch::kFloat32;
   if (run.dtype == torch::kBFloat16 && run.device.is_cpu()) log::warn("--dtype bf16 on CPU is slow; it is meant for GPUs");
 
   run.pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
@@ -389,6 +389,12 @@ StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr,
       if (run.seal.pending()) {  // storage without a copy, as the last check step's update left it
         const std::string changed = run.seal.verify(strategy, run.world->world(), step + 1);
         if (!changed.empty()) throw std::runtime_error("replica-check: " + changed + "; stopping");
+      }
+      // The gradients the optimizer is about to use: the parity suite compares them where
+      // rounding is the only difference between layouts (step 1: identical weights).
+      if (!o.grads_file.empty() && step + 1 == o.grads_step) {
+        auto grads = strategy.full_gradients();
+        if (run.rank0) write_model_file(o.grads_file, grads);
       }
       result.grad_norm = strategy.optimizer_step(lr, o.max_grad_norm);
     }

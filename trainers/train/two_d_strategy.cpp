@@ -68,8 +68,8 @@ class TwoDFsdpStrategy : public FsdpStrategy {
     return waited + sum_gradients_in_buckets(*mesh_.tp, grads, bucket_cap_bytes_);
   }
 
-  NamedTensors full_parameters() override {
-    return full_tp_parameters(*mesh_.tp, shards_, FsdpStrategy::full_parameters());
+  NamedTensors full_tensors(Held what) override {
+    return full_tp_parameters(*mesh_.tp, shards_, FsdpStrategy::full_tensors(what));
   }
 
   void save_state(const std::string& dir) override {
@@ -124,7 +124,9 @@ class TwoDReplicateStrategy : public DdpStrategy {
     return waited + sum_gradients_in_buckets(*mesh_.tp, grads, bucket_cap_bytes_);
   }
 
-  NamedTensors full_parameters() override { return full_tp_parameters(*mesh_.tp, shards_, parameters_); }
+  NamedTensors full_tensors(Held what) override {
+    return full_tp_parameters(*mesh_.tp, shards_, held_tensors(parameters_, what));
+  }
 
   void save_state(const std::string& dir) override {
     // The dp ranks hold the same slices: those of dp rank 0 write them.
