@@ -26,6 +26,8 @@ const Kind& shm_full_kind();
 const Kind& local_mean_kind();
 const Kind& scale_grad_kind();
 const Kind& skip_bucket_kind();
+const Kind& scale_grad_element_kind();
+const Kind& lr_scale_kind();
 const Kind& fsdp_double_divide_kind();
 const Kind& tp_no_input_reduce_kind();
 const Kind& pp_double_microbatch_kind();
@@ -40,7 +42,8 @@ const std::vector<const Kind*>& kinds() {
       &nan_kind(),         &bitflip_kind(),           &ckpt_torn_kind(),
       &ckpt_corrupt_kind(), &disk_full_kind(),        &shm_full_kind(),
       &local_mean_kind(),
-      &scale_grad_kind(),  &skip_bucket_kind(),       &fsdp_double_divide_kind(),
+      &scale_grad_kind(),  &scale_grad_element_kind(), &lr_scale_kind(),
+      &skip_bucket_kind(), &fsdp_double_divide_kind(),
       &tp_no_input_reduce_kind(), &pp_double_microbatch_kind(), &host_memory_kind()};
   return all;
 }

@@ -19,6 +19,10 @@ class PlantedBug : public Kind {
       if (s.rank < 0 || s.params.count("factor") == 0) s.fail("scale-grad needs rank=R and factor=F");
       s.number_param("factor", 1, -1e30, 1e30);
     }
+    if (name_ == "scale-grad-element" || name_ == "lr-scale") {
+      if (s.params.count("factor") == 0) s.fail(name_ + " needs factor=F");
+      s.number_param("factor", 1, -1e30, 1e30);
+    }
     if (name_ == "skip-bucket") {
       if (s.params.count("bucket") == 0) s.fail("skip-bucket needs bucket=K");
       s.int_param("bucket", 0, 0, 1 << 20);
@@ -39,6 +43,16 @@ const Kind& local_mean_kind() {
 const Kind& scale_grad_kind() {
   static const PlantedBug kind("scale-grad", "multiply rank R's gradients by factor=F before they are reduced",
                                {"factor"});
+  return kind;
+}
+const Kind& scale_grad_element_kind() {
+  static const PlantedBug kind("scale-grad-element",
+                               "multiply the largest element of DDP's reduced gradient of the first parameter by factor=F",
+                               {"factor"});
+  return kind;
+}
+const Kind& lr_scale_kind() {
+  static const PlantedBug kind("lr-scale", "DDP's optimizer steps at the learning rate times factor=F", {"factor"});
   return kind;
 }
 const Kind& skip_bucket_kind() {

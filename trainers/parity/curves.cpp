@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "models/safetensors.h"
@@ -38,11 +40,68 @@ std::vector<StepPoint> read_curve(const std::string& path) {
   return out;
 }
 
+double adam_displacement_bound(const std::vector<double>& lrs, double beta1, double beta2) {
+  // m_hat_t = (1-b1)/(1-b1^t) sum_k b1^k g_{t-k}, v_hat_t = (1-b2)/(1-b2^t) sum_k b2^k g_{t-k}^2;
+  // Cauchy-Schwarz on sum_k (b1^k / b2^(k/2)) (b2^(k/2) g_{t-k}) gives
+  // |m_hat| / sqrt(v_hat) <= (1-b1)/(1-b1^t) * sqrt((1-b2^t)/(1-b2) * sum_{k<t} (b1^2/b2)^k).
+  double bound = 0, geometric = 0;
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    const double t = static_cast<double>(i + 1);
+    geometric += std::pow(beta1 * beta1 / beta2, t - 1);
+    const double c = (1 - beta1) / (1 - std::pow(beta1, t)) * std::sqrt((1 - std::pow(beta2, t)) / (1 - beta2) * geometric);
+    bound += std::fabs(lrs[i]) * c;
+  }
+  return bound;
+}
+
+double default_grads_tolerance(const std::string& dtype) {
+  const double fp32_eps = 1.1920928955078125e-7;  // 2^-23
+  const double eps = dtype == "fp64" ? 2.220446049250313e-16 : dtype == "bf16" ? 7.8125e-3 : fp32_eps;
+  return 5e-6 * eps / fp32_eps;  // 84 units of float32 roundoff (2^-24): docs/parity.md
+}
+
+namespace {
+
+using Tensors = std::map<std::string, torch::Tensor>;
+
+Tensors read_all(const std::string& path) {
+  Tensors out;
+  for (const auto& [name, info] : models::read_safetensors_index(path)) out[name] = models::read_tensor(info).to(torch::kFloat64);
+  return out;
+}
+
+// Step-1 gradients, per tensor: max |g - g_base| / max |g_base| (a tensor whose baseline
+// gradient is all zero must be all zero too). Returns the worst tensor's value and name.
+std::pair<double, std::string> compare_gradients(const std::string& baseline_path, const std::string& run_path) {
+  const Tensors base = read_all(baseline_path), run = read_all(run_path);
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& [name, b] : base) {
+    auto it = run.find(name);
+    if (it == run.end() || it->second.sizes() != b.sizes()) return {INFINITY, name + " (missing or another shape)"};
+    const double diff = (it->second - b).abs().max().item<double>();
+    const double scale = b.abs().max().item<double>();
+    const double rel = diff == 0 ? 0 : scale == 0 ? INFINITY : diff / scale;
+    if (!std::isfinite(diff)) return {INFINITY, name};
+    if (rel > worst || worst_name.empty()) worst = rel, worst_name = name;
+  }
+  return {worst, worst_name};
+}
+
+}  // namespace
+
 Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vector<StepPoint>& run,
-                        const std::string& baseline_weights, const std::string& run_weights,
-                        double tolerance_rel, double weight_tolerance) {
+                        const RunFiles& baseline_files, const RunFiles& run_files, const Tolerances& tol,
+                        const RoundingEnvelope& envelope) {
   Comparison c;
+  // Step i's tolerance for a measure whose rounding envelope is `env`.
+  auto step_tolerance = [&](const std::vector<double>& env, size_t i) {
+    return i < env.size() ? std::max(tol.loss_rel, tol.envelope_factor * env[i]) : tol.loss_rel;
+  };
   c.steps = static_cast<int64_t>(run.size());
+  auto ratio = [](double value, double tolerance) {
+    return value == 0 ? 0.0 : tolerance == 0 ? INFINITY : value / tolerance;
+  };
   const size_t n = std::min(baseline.size(), run.size());
   for (size_t i = 0; i < n; ++i) {
     const double base = baseline[i].loss;
@@ -53,11 +112,14 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
     double grad_rel = std::fabs(run[i].grad_norm - baseline[i].grad_norm) /
                       std::max(std::fabs(baseline[i].grad_norm), 1e-30);
     if (!std::isfinite(run[i].grad_norm)) grad_rel = INFINITY;
+    c.rel_grad_norm_diff.push_back(grad_rel);
     c.max_rel_grad_norm_diff = std::max(c.max_rel_grad_norm_diff, grad_rel);
-    if ((rel > tolerance_rel || grad_rel > tolerance_rel) && c.first_bad_step < 0) {
+    const double loss_tol = step_tolerance(envelope.loss, i), grad_tol = step_tolerance(envelope.grad_norm, i);
+    c.margin = std::max({c.margin, ratio(rel, loss_tol), ratio(grad_rel, grad_tol)});
+    if ((rel > loss_tol || grad_rel > grad_tol) && c.first_bad_step < 0) {
       c.first_bad_step = run[i].step;
-      c.note = (rel > tolerance_rel ? "loss differs by " + std::to_string(rel)
-                                    : "gradient norm differs by " + std::to_string(grad_rel)) +
+      c.note = (rel > loss_tol ? "loss differs by " + std::to_string(rel)
+                               : "gradient norm differs by " + std::to_string(grad_rel)) +
                " (relative) at step " + std::to_string(run[i].step);
     }
   }
@@ -65,28 +127,56 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
     c.note = "ran " + std::to_string(run.size()) + " steps, the baseline " + std::to_string(baseline.size());
     return c;
   }
-  if (!run_weights.empty() && !baseline_weights.empty()) {
-    auto a = models::read_safetensors_index(run_weights);
-    auto b = models::read_safetensors_index(baseline_weights);
+  if (!run_files.grads.empty() && !baseline_files.grads.empty()) {
+    std::tie(c.grads_rel_diff, c.grads_worst_tensor) = compare_gradients(baseline_files.grads, run_files.grads);
+    c.margin = std::max(c.margin, ratio(c.grads_rel_diff, tol.grads_rel));
+    if (c.grads_rel_diff > tol.grads_rel) {
+      c.first_bad_step = 1;  // before any update: the gradients themselves are wrong
+      c.note = "step-1 gradient of " + c.grads_worst_tensor + " differs by " + std::to_string(c.grads_rel_diff) +
+               " (relative to its largest element)";
+    }
+  }
+  const double weight_tol =
+      envelope.empty() ? tol.weight_steps : std::max(tol.weight_steps, tol.envelope_factor * envelope.weights);
+  if (!run_files.weights.empty() && !baseline_files.weights.empty()) {
+    const Tensors a = read_all(run_files.weights), b = read_all(baseline_files.weights);
     double max_base = 0;
-    for (const auto& [name, info] : b) {
+    for (const auto& [name, y] : b) {
       auto it = a.find(name);
-      if (it == a.end()) {
-        c.note = "final weights lack " + name;
+      if (it == a.end() || it->second.sizes() != y.sizes()) {
+        c.note = "final weights lack " + name + " (or it has another shape)";
         return c;
       }
-      auto x = models::read_tensor(it->second).to(torch::kFloat64);
-      auto y = models::read_tensor(info).to(torch::kFloat64);
-      c.final_weight_max_abs_diff = std::max(c.final_weight_max_abs_diff, (x - y).abs().max().item<double>());
+      c.final_weight_max_abs_diff = std::max(c.final_weight_max_abs_diff, (it->second - y).abs().max().item<double>());
       max_base = std::max(max_base, y.abs().max().item<double>());
     }
     c.final_weight_rel_diff = c.final_weight_max_abs_diff / std::max(max_base, 1e-30);
+    std::vector<double> lrs;
+    for (const StepPoint& p : baseline) lrs.push_back(p.lr);
+    const double reach = adam_displacement_bound(lrs);
+    c.final_weight_step_diff = c.final_weight_max_abs_diff == 0 ? 0 : c.final_weight_max_abs_diff / std::max(reach, 1e-30);
+    c.margin = std::max(c.margin, ratio(c.final_weight_step_diff, weight_tol));
   }
-  c.passed = c.first_bad_step < 0 && c.final_weight_rel_diff <= weight_tolerance;
+  c.passed = c.first_bad_step < 0 && c.final_weight_step_diff <= weight_tol;
   if (c.first_bad_step < 0 && !c.passed) {
-    c.note = "final weights differ by " + std::to_string(c.final_weight_rel_diff) + " (relative)";
+    c.note = "final weights differ by " + std::to_string(c.final_weight_step_diff) +
+             " of AdamW's largest displacement over the run";
   }
   return c;
+}
+
+RoundingEnvelope rounding_envelope(const std::vector<Comparison>& references) {
+  RoundingEnvelope e;
+  auto widen = [](std::vector<double>& into, const std::vector<double>& from) {
+    if (into.size() < from.size()) into.resize(from.size(), 0.0);
+    for (size_t i = 0; i < from.size(); ++i) into[i] = std::max(into[i], from[i]);
+  };
+  for (const Comparison& c : references) {
+    widen(e.loss, c.rel_loss_diff);
+    widen(e.grad_norm, c.rel_grad_norm_diff);
+    e.weights = std::max(e.weights, c.final_weight_step_diff);
+  }
+  return e;
 }
 
 }  // namespace ddx::parity

@@ -13,15 +13,18 @@ namespace ddx::parity {
 struct ParityOptions {
   std::vector<std::string> variants;  // empty: every registered variant
   std::vector<int> world_sizes{2, 4};
-  std::string model = "debug";
+  // Every variant's model when given (a preset or a Hugging Face config); empty: "debug", and
+  // each variant's own default model (debug-tp, debug-pp) where it has one.
+  std::string model;
   int64_t steps = 20;
   int64_t global_batch = 8;
   int64_t seq_length = 32;
   std::string dtype = "fp32";
   uint64_t seed = 1234;
   double lr = 3e-3;
-  double tolerance_rel = 1e-5;   // per-step relative loss difference
-  double weight_tolerance = 1e-4;  // final weights: max |a-b| / max |b|
+  double tolerance_rel = 1e-5;     // per step: loss and gradient norm, relative
+  double grads_tolerance = -1;     // step-1 gradients (curves.h); < 0: default_grads_tolerance(dtype)
+  double weight_tolerance = 1e-2;  // final weights, in units of AdamW's largest displacement
   std::string out_dir = "parity-out";
   std::string golden;       // compare the baseline with this golden file
   std::string save_golden;  // write the baseline's golden file here
@@ -39,8 +42,9 @@ struct Variant {
   // False when every rank reads the whole global batch (tensor parallelism), so the per-rank
   // batch is not divided by the world size.
   bool data_parallel = true;
-  // A model preset this variant needs instead of the suite's --model (TP needs head counts the
-  // world sizes divide); it is compared with its own single-device baseline of that model.
+  // The model this variant runs when the suite is given none (TP needs head counts the world
+  // sizes divide); it is compared with its own single-device baseline of that model. A --model
+  // the user names replaces it (a layout that model cannot take is skipped, saying why).
   std::string model;
   // With data_parallel: the ranks that hold one model replica (a TP group of 2 for 2d, a
   // pipeline of 2 for pp x dp), so the data-parallel size is the world size divided by this.
@@ -55,6 +59,12 @@ struct Variant {
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.
 const std::vector<Variant>& registered_variants();
+
+// Why `variant` cannot run model `model` (a preset or config file) at world size n with the
+// suite's batch: a global batch its data-parallel ranks and micro-steps do not split, heads or
+// KV heads its TP size does not divide, more pipeline stages than blocks, a sequence that does
+// not split for sequence parallelism; empty when it can.
+std::string unfit_reason(const Variant& variant, const std::string& model, int n, const ParityOptions& options);
 
 // Runs the suite; returns the exit code (0 only when every run is within tolerance).
 int run_parity(const ParityOptions& options);

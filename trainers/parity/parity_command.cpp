@@ -18,17 +18,25 @@ Subcommand add_parity_command(CLI::App& app) {
   cmd->add_option("--strategies", o->variants, variants_help)->delimiter(',');
   cmd->add_option("--world-sizes", o->world_sizes, "World sizes to run each variant at")
       ->delimiter(',')->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("--model", o->model, "Model preset or config.json")->capture_default_str();
+  cmd->add_option("--model", o->model,
+                  "Model preset or config.json for every variant (default: debug, and debug-tp / debug-pp for the "
+                  "variants that need their head or block counts); a layout the model cannot take is a SKIP row");
   cmd->add_option("--steps", o->steps, "Optimizer steps per run")->check(CLI::Range(int64_t{1}, int64_t{100000}))->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch, "Sequences per step (split over ranks and micro-steps)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--seq-length", o->seq_length, "Tokens per sequence")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "Training dtype")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Training dtype (fp64 separates a bug from rounding: tolerances scale with it)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp64"}))->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of weights and data order")->capture_default_str();
   cmd->add_option("--lr", o->lr, "Learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
-  cmd->add_option("--tolerance-rel", o->tolerance_rel, "Largest relative loss difference per step")
+  cmd->add_option("--tolerance-rel", o->tolerance_rel, "Largest relative loss and gradient-norm difference per step")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--weight-tolerance", o->weight_tolerance, "Largest final weight difference, relative to the largest weight")
+  cmd->add_option("--grad-tolerance", o->grads_tolerance,
+                  "Largest step-1 gradient difference per tensor, relative to its largest element (default: 5e-6 "
+                  "for fp32, scaled by machine epsilon for other dtypes)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--weight-tolerance", o->weight_tolerance,
+                  "Largest final weight difference, in units of the largest displacement AdamW can make over the run")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--out", o->out_dir, "Folder for runs, report.json, junit.xml and loss.svg")->capture_default_str();
   auto* golden = cmd->add_option("--golden", o->golden, "Compare the baseline with this golden file");

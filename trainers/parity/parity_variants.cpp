@@ -1,5 +1,8 @@
 // The variants `ddx parity` checks against the single-device baseline. A new strategy joins the
 // suite with one entry here (and its registration in the trainer's strategy registry).
+#include <algorithm>
+
+#include "models/model_config.h"
 #include "parity/parity.h"
 
 namespace ddx::parity {
@@ -51,6 +54,63 @@ const std::vector<Variant>& registered_variants() {
        {"--strategy", "pp", "--pp", "2", "--tp", "2", "--microbatches", "2"}, 1, true, "debug-tp", 4},
   };
   return variants;
+}
+
+namespace {
+
+// The value after `flag` in the variant's ddx train flags, or `fallback`.
+int64_t flag_value(const Variant& v, const std::string& flag, int64_t fallback) {
+  auto it = std::find(v.flags.begin(), v.flags.end(), flag);
+  return it != v.flags.end() && it + 1 != v.flags.end() ? std::stoll(*(it + 1)) : fallback;
+}
+
+bool has_flag(const Variant& v, const std::string& flag) {
+  return std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end();
+}
+
+}  // namespace
+
+std::string unfit_reason(const Variant& v, const std::string& model, int n, const ParityOptions& o) {
+  const int64_t split = v.dp_size(n) * v.grad_accum;
+  if (o.global_batch % split != 0) {
+    return "--global-batch " + std::to_string(o.global_batch) + " does not split over " + std::to_string(v.dp_size(n)) +
+           " data-parallel rank(s) x " + std::to_string(v.grad_accum) + " micro-step(s)";
+  }
+  const int64_t seq_length = o.seq_length;
+  const models::ModelConfig m = models::resolve_model_config(model);
+  const std::string strategy = v.flags.size() >= 2 ? v.flags[1] : v.name;
+  // The layout the flags ask for at world size n (as the strategies read them).
+  int64_t tp = 1, stages = 0;
+  if (strategy == "tp") tp = flag_value(v, "--tp", n);
+  if (strategy == "2d") tp = flag_value(v, "--tp", 0);
+  if (strategy == "pp") {
+    tp = flag_value(v, "--tp", 1);
+    stages = flag_value(v, "--pp", n / tp) * flag_value(v, "--pp-virtual-stages", 1);
+  }
+  const std::string of_model = " of model " + model;
+  if (tp > 1 && m.num_heads % tp != 0) {
+    return "TP size " + std::to_string(tp) + " does not divide the " + std::to_string(m.num_heads) + " query heads" + of_model;
+  }
+  if (tp > 1 && m.num_kv_heads % tp != 0) {
+    return "TP size " + std::to_string(tp) + " does not divide the " + std::to_string(m.num_kv_heads) + " KV heads" + of_model;
+  }
+  if (tp > 1 && has_flag(v, "--sequence-parallel") && seq_length % tp != 0) {
+    return "sequence parallelism: " + std::to_string(seq_length) + " tokens do not split over TP size " + std::to_string(tp);
+  }
+  if (stages > m.num_layers) {
+    return std::to_string(stages) + " pipeline stages exceed the " + std::to_string(m.num_layers) + " blocks" + of_model;
+  }
+  const int64_t microbatches = flag_value(v, "--microbatches", 1), per_rank = o.global_batch / split;
+  if (per_rank % microbatches != 0) {
+    return std::to_string(per_rank) + " sequences per rank do not split into " + std::to_string(microbatches) +
+           " pipeline micro-batches";
+  }
+  const int64_t pp = stages / flag_value(v, "--pp-virtual-stages", 1);
+  if (has_flag(v, "interleaved-1f1b") && (microbatches * v.grad_accum) % pp != 0) {
+    return "the interleaved schedule needs its " + std::to_string(microbatches * v.grad_accum) +
+           " micro-batches per step to be a multiple of the " + std::to_string(pp) + " pipeline ranks";
+  }
+  return "";
 }
 
 }  // namespace ddx::parity

@@ -208,10 +208,17 @@ double DdpStrategy::finish_gradients() {
       }
     }
   }
+  if (test_breaks().scale_grad_element_factor != 1.0 && parameters_[0].second.grad().defined()) {
+    torch::NoGradGuard no_grad;  // the bug, on purpose: one element of the reduced gradient
+    torch::Tensor flat = parameters_[0].second.mutable_grad().view({-1});
+    const int64_t at = flat.abs().argmax().item<int64_t>();
+    flat.narrow(0, at, 1).mul_(test_breaks().scale_grad_element_factor);
+  }
   return waited;
 }
 
 double DdpStrategy::optimizer_step(double lr, double max_grad_norm) {
+  lr *= test_breaks().lr_factor;  // 1 unless the lr-scale bug is planted
   const double norm = ReplicatedStrategy::optimizer_step(lr, max_grad_norm);
   if (!rebuilt_) rebuild_buckets_in_arrival_order();
   return norm;

@@ -12,6 +12,10 @@ TestBreaks read() {
     b.scale_grad_rank = s->rank;
     b.scale_grad_factor = s->number_param("factor", 1, -1e30, 1e30);
   }
+  if (const faults::FaultSpec* s = faults::find_any("scale-grad-element")) {
+    b.scale_grad_element_factor = s->number_param("factor", 1, -1e30, 1e30);
+  }
+  if (const faults::FaultSpec* s = faults::find_any("lr-scale")) b.lr_factor = s->number_param("factor", 1, -1e30, 1e30);
   if (const faults::FaultSpec* s = faults::find_any("skip-bucket")) {
     b.skip_bucket = static_cast<int>(s->int_param("bucket", 0, 0, 1 << 20));
   }

@@ -5,6 +5,10 @@
 //   local-mean                    normalise each rank's loss by its own token count, then average
 //                                 over ranks: the mean-of-means bug (wrong only when counts differ)
 //   scale-grad@rank=R,factor=F    multiply rank R's gradients by F before they are reduced (DDP, FSDP)
+//   scale-grad-element@factor=F   after DDP's all-reduce, multiply the largest-magnitude element of
+//                                 the first parameter's gradient by F on every rank (a reduction
+//                                 wrong in one element: only the step-1 gradient check sees 1+1e-4)
+//   lr-scale@factor=F             DDP's optimizer runs at the learning rate times F
 //   skip-bucket@bucket=K          never all-reduce DDP bucket K (every rank keeps its local gradient)
 //   fsdp-double-divide            divide FSDP's reduce-scattered gradients by the world size twice
 //   tp-no-input-reduce            leave out TP's all-reduce of column-parallel input gradients (the f
@@ -19,6 +23,8 @@ struct TestBreaks {
   bool local_mean = false;
   int scale_grad_rank = -1;
   double scale_grad_factor = 1.0;
+  double scale_grad_element_factor = 1.0;
+  double lr_factor = 1.0;
   int skip_bucket = -1;
   bool fsdp_double_divide = false;
   bool tp_no_input_reduce = false;
