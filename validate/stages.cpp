@@ -1,4 +1,5 @@
 // The stages of `ddx validate`: the existing commands with the flags acceptance needs.
+#include <numeric>
 #include <sstream>
 
 #include "validate/validate.h"
@@ -39,10 +40,12 @@ std::vector<Stage> plan_stages(const ValidateOptions& o, const std::string& ddx)
                     under_launcher({"probe", "bandwidth", "--pairs", "-e", o.max_bytes, "-n", "5", "-w", "2",
                                     "--json", out + "/pairs.json"}),
                     {"pairs.json"}, "# ddx probe bandwidth --pairs: "});
-  // ddx parity starts its own runs (ddx launch) at the given world size.
+  // ddx parity starts its own runs (ddx launch) at the given world size, on a global batch that
+  // every data-parallel variant splits at that size (8 sequences at 2 and 4 ranks, 24 at 3).
+  const int global_batch = std::lcm(8, 2 * o.nproc);
   stages.push_back({"parity",
                     {ddx, "parity", "--world-sizes", std::to_string(o.nproc), "--steps", std::to_string(o.parity_steps),
-                     "--no-determinism", "--out", out + "/parity"},
+                     "--global-batch", std::to_string(global_batch), "--no-determinism", "--out", out + "/parity"},
                     {"parity/report.json", "parity/loss.svg"}, "parity: "});
   // A short DDP run of the debug model; a hang or a failed collective dumps every rank's
   // flight recorder into <out>/traces, which validate then hands to `ddx analyze`.

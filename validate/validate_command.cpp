@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "ddx/env.h"
+#include "ddx/errors.h"
 #include "parity/run_process.h"
 #include "validate/link_types.h"
 #include "validate/validate.h"
@@ -74,7 +76,37 @@ void analyze_traces(const validate::ValidateOptions& o, validate::StageResult& r
   r.artefacts.push_back("analyze.log");
 }
 
+// `ddx validate` starts every stage's ranks itself: started as one rank of a launched job it
+// would run once per rank, each copy launching its own ranks and writing the same report. The
+// launcher's variables that say so ("rank 1 of 2 (RANK/WORLD_SIZE)"), or "" for one process.
+std::string launched_rank(const EnvMap& env) {
+  struct Launcher {
+    const char* rank;
+    const char* size;
+  };
+  // srun sets SLURM_STEP_NUM_TASKS for a step's tasks; a batch script (one task, the place to
+  // run validate --launcher srun from) has no step of its own.
+  static const Launcher launchers[] = {{"RANK", "WORLD_SIZE"},
+                                       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                       {"PMI_RANK", "PMI_SIZE"},
+                                       {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS"}};
+  for (const Launcher& l : launchers) {
+    const auto size = env_get(env, l.size);
+    if (!size) continue;
+    const long long n = parse_int(l.size, *size, 0, 1 << 30);
+    if (n <= 1) continue;
+    const std::string rank = env_get(env, l.rank).value_or("?");
+    return "rank " + rank + " of " + std::to_string(n) + " (" + l.rank + "/" + l.size + ")";
+  }
+  return "";
+}
+
 int run_validate(const validate::ValidateOptions& o) {
+  if (const std::string rank = launched_rank(current_env()); !rank.empty()) {
+    throw UsageError("ddx validate was started as " + rank +
+                     ", but it launches every stage's ranks itself: run it once, outside the launcher (ddx validate "
+                     "--np N, or --launcher \"srun\" / \"mpiexec -n N\" from one process)");
+  }
   if (!o.expect.empty()) validate::parse_expect(o.expect);  // a bad --expect stops before any stage
   std::filesystem::create_directories(o.out_dir);
   const auto stages = validate::plan_stages(o, parity::self_executable());

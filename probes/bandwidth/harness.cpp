@@ -334,32 +334,46 @@ PairReport run_pairs(Engine& engine, Coordinator& coord, const BandwidthOptions&
   fill_input(p, rank, count, host.data());
   engine.write(BufferId::Send, 0, host.data(), bytes);
 
-  json mine = json::array();
+  // Every round runs kPairPasses times and each link keeps its fastest pass: on a shared host
+  // interference only ever slows a measurement (a busy core, a page fault, another job's burst),
+  // so one unlucky pass must not name a healthy link slow, while a slow link is slow in every
+  // pass (docs/thresholds.md: at validate's 1 MiB x 5 iterations under two competing spinners,
+  // one pass named a healthy link slow in 4 of 8 runs, best of three in 1 of 8, best of five in
+  // 0 of 10).
+  constexpr int kPairPasses = 5;
+  std::map<int, json> best;  // partner -> {partner, avg_s, wrong}
   const auto rounds = pair_rounds(engine.size());
-  for (size_t r = 0; r < rounds.size(); ++r) {
-    const int partner = partner_in_round(rounds[r], rank);
-    wd.phase("pairwise round " + std::to_string(r) + (partner >= 0 ? " with rank " + std::to_string(partner) : " (idle)"));
-    engine.barrier();  // rounds do not overlap
-    wd.pet();
-    if (partner < 0) continue;
-    OpCall call;
-    call.collective = Collective::SendRecv;
-    call.type = t;
-    call.op = RedOp::None;
-    call.count = count;
-    call.send_peer = call.recv_peer = partner;
-    Measurement m;
-    time_op(engine, call, o, wd, m, /*all_ranks=*/false);
-    CheckOutcome wrong;
-    for (int rep = 0; rep < o.check_iters; ++rep) {
-      engine.write(BufferId::Recv, 0, zeros.data(), bytes);
-      engine.launch(call);
-      engine.wait_all();
-      engine.read(BufferId::Recv, 0, host.data(), bytes);
-      merge(wrong, check_received(p, partner, count, host.data()));
+  for (int pass = 0; pass < kPairPasses; ++pass) {
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      const int partner = partner_in_round(rounds[r], rank);
+      wd.phase("pairwise round " + std::to_string(r) + (partner >= 0 ? " with rank " + std::to_string(partner) : " (idle)"));
+      engine.barrier();  // rounds do not overlap
+      wd.pet();
+      if (partner < 0) continue;
+      OpCall call;
+      call.collective = Collective::SendRecv;
+      call.type = t;
+      call.op = RedOp::None;
+      call.count = count;
+      call.send_peer = call.recv_peer = partner;
+      Measurement m;
+      time_op(engine, call, o, wd, m, /*all_ranks=*/false);
+      CheckOutcome wrong;
+      for (int rep = 0; rep < o.check_iters; ++rep) {
+        engine.write(BufferId::Recv, 0, zeros.data(), bytes);
+        engine.launch(call);
+        engine.wait_all();
+        engine.read(BufferId::Recv, 0, host.data(), bytes);
+        merge(wrong, check_received(p, partner, count, host.data()));
+      }
+      json& kept = best[partner];
+      const int64_t wrong_so_far = kept.is_null() ? 0 : kept["wrong"].get<int64_t>();
+      if (kept.is_null() || m.avg_s < kept["avg_s"].get<double>()) kept = {{"partner", partner}, {"avg_s", m.avg_s}};
+      kept["wrong"] = wrong_so_far + wrong.wrong;  // a wrong byte in any pass counts
     }
-    mine.push_back({{"partner", partner}, {"avg_s", m.avg_s}, {"wrong", wrong.wrong}});
   }
+  json mine = json::array();
+  for (auto& [partner, item] : best) mine.push_back(item);
   wd.phase("gathering pairwise results");
   std::vector<std::string> all = coord.gather(mine.dump());
   if (rank != 0) return report;

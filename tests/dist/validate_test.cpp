@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,42 @@ TEST(Validate, AnUnknownExpectIsOneLineAndRunsNothing) {
             "ddx: error: --expect warp-drive: not a link type (cpu-loopback, ethernet, pcie, nvlink, infiniband) or a "
             "busbw in GB/s (e.g. 25 or 25GB/s)\n");
   EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
+}
+
+// validate starts its stages' ranks itself: started as a rank of a launched job (ddx launch,
+// torchrun's variables, MPI, srun) every rank refuses with one line before anything is written,
+// so two copies can never write one report.
+TEST(Validate, StartedAsARankOfALaunchedJobRefusesAndWritesNothing) {
+  const std::string dir = scratch_dir("validate", "under-launcher");
+  std::vector<std::string> argv = {DDX_BIN, "launch", "-np", "2", "--"};
+  const auto inner = validate(dir + "/report");
+  argv.insert(argv.end(), inner.begin(), inner.end());
+  RunResult r = run_in(dir, argv, {}, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  for (const char* rank : {"rank 0 of 2 (RANK/WORLD_SIZE)", "rank 1 of 2 (RANK/WORLD_SIZE)"}) {
+    EXPECT_TRUE(has(r.output, std::string("ddx: error: ddx validate was started as ") + rank)) << r.output;
+  }
+  EXPECT_FALSE(has(r.output, "[1/6]")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
+  // The other launchers' variables, one process each: the same line, exit 2.
+  const std::vector<std::map<std::string, std::string>> launched = {
+      {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}},
+      {{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}},
+      {{"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}}};
+  for (const auto& env : launched) {
+    RunResult one = run_in(dir, validate(dir + "/report"), env, 60);
+    EXPECT_EQ(one.exit_code, 2) << one.output;
+    EXPECT_EQ(one.output.rfind("ddx: error: ddx validate was started as rank ", 0), 0u) << one.output;
+    EXPECT_EQ(std::count(one.output.begin(), one.output.end(), '\n'), 1) << one.output;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
+  }
+  // One task of a one-task step (srun -n 1, or a batch script) is not a launched rank.
+  // (A bad --expect, checked right after, stops it before any stage.)
+  auto past_the_check = validate(dir + "/report");
+  past_the_check.insert(past_the_check.end(), {"--expect", "warp-drive"});
+  RunResult single = run_in(dir, past_the_check, {{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}}, 60);
+  EXPECT_EQ(single.exit_code, 2) << single.output;
+  EXPECT_TRUE(has(single.output, "ddx: error: --expect warp-drive")) << single.output;
 }
 
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
