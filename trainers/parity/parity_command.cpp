@@ -36,7 +36,7 @@ Subcommand add_parity_command(CLI::App& app) {
                   "for fp32, scaled by machine epsilon for other dtypes)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--weight-tolerance", o->weight_tolerance,
-                  "Largest final weight difference, in units of the largest displacement AdamW can make over the run")
+                  "Largest final weight difference, in units of the largest single step AdamW can take")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd->add_option("--out", o->out_dir, "Folder for runs, report.json, junit.xml and loss.svg")->capture_default_str();
   auto* golden = cmd->add_option("--golden", o->golden, "Compare the baseline with this golden file");
