@@ -143,6 +143,7 @@ skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is th
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going
 full	ddx validate --np 2 --out report --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --stage-timeout 240
+skip refused by design (exit 2 on every rank); Validate.StartedAsARankOfALaunchedJobRefusesAndWritesNothing runs it	ddx launch -np 2 -- ddx validate
 skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
 cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
 skip needs a running ddx train job in that run folder (tests/dist/top_test.cpp runs one)	ddx top --run outputs/runs/20261203-071500-4242
