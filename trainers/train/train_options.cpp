@@ -244,6 +244,10 @@ void validate(const TrainOptions& o) {
   if (!o.experiment_name.empty() && o.experiment_name.find('/') != std::string::npos) {
     throw UsageError("--experiment-name '" + o.experiment_name + "' must not contain '/'");
   }
+  if (!o.grads_file.empty() && o.max_steps > 0 && o.grads_step > o.max_steps) {
+    throw UsageError("--grads-step " + std::to_string(o.grads_step) + " is past --max-steps " +
+                     std::to_string(o.max_steps) + ": --grads-file would never be written");
+  }
   if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
     throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
   }
