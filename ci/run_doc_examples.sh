@@ -68,6 +68,7 @@ skip a SLURM cluster	srun --ntasks-per-node 8 ddx doctor --json doctor.json
 skip 16 MPI ranks on a cluster and a /checkpoints folder	mpiexec -n 16 ddx doctor --save-dir /checkpoints
 skip shows FAILs for interfaces this machine lacks (non-zero exit by design)	NCCL_SOCKET_IFNAME=ib0 GLOO_SOCKET_IFNAME=eth1 mpiexec -n 2 ddx doctor
 skip needs root; shows a FAIL of a 64 MiB /dev/shm by design	unshare --mount --propagation private sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && ddx launch -np 4 -- ddx doctor'
+cheap	ddx launch -np 2 -- sh -c '[ "$RANK" = 1 ] && export ATEN_CPU_CAPABILITY=default; exec ddx doctor'
 skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip netns add hostA && ip netns add hostB && ip link add vA type veth peer name vB
 skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip link set vA netns hostA && ip link set vB netns hostB
 skip needs root and network namespaces; tests/dist/multinode_test.cpp runs the same	ip -n hostA link set vA name eth1 && ip -n hostB link set vB name eth1
@@ -140,7 +141,7 @@ full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=40' ddx launch -np 4 -- ddx probe 
 full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip torchrun on PATH, from a PyTorch install (faults_test's TorchrunRestartResumesBitIdentically runs it with the build's Python environment)	torchrun --standalone --nproc-per-node 2 --max-restarts 1 --no-python ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
-skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --out acceptance/
+skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --max-bytes 1G --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going
 full	ddx validate --np 2 --out report --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --stage-timeout 240
 skip refused by design (exit 2 on every rank); Validate.StartedAsARankOfALaunchedJobRefusesAndWritesNothing runs it	ddx launch -np 2 -- ddx validate

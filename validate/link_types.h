@@ -17,6 +17,7 @@ struct LinkType {
   double min_busbw_gbs;
   std::string what;       // the link, in words
   std::string detected;   // when it is chosen without --expect ("" : only by name)
+  double min_bytes;       // the smallest message size at which the floor says something
 };
 
 const std::vector<LinkType>& link_types();
@@ -24,7 +25,13 @@ const std::vector<LinkType>& link_types();
 struct Expectation {
   double min_busbw_gbs = 0;  // 0: no threshold
   std::string source;        // "--expect 25 GB/s", "detected: cpu-loopback (one host, no GPU)", ...
+  std::string link;          // the link type's name; "" for a number given with --expect
+  double min_bytes = 0;      // below this largest size the floor is not judged (0: always judged)
 };
+
+// "--expect nvlink judges busbw at 256M or more ..." when the sweep's largest size is too small
+// for a named link type's floor, else "". validate refuses such a run before any stage.
+std::string too_small_for(const Expectation& e, double max_bytes);
 
 // `--expect` text: a link type name or a number of GB/s ("25", "25GB/s"). UsageError otherwise,
 // naming the known types.
@@ -44,6 +51,7 @@ struct BusbwRow {
 };
 struct BusbwVerdict {
   bool passed = true;
+  bool judged = true;  // false: the sweep's largest size is below the floor's minimum size
   std::vector<BusbwRow> rows;
   std::string summary;  // one line: the slowest collective against the floor
 };

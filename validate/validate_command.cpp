@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "bandwidth/sizes.h"
 #include "cli/commands.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
@@ -63,7 +64,8 @@ void judge_bandwidth(const validate::ValidateOptions& o, validate::StageResult& 
   for (const auto& row : verdict.rows) {
     rows.push_back({{"collective", row.collective}, {"bytes", row.bytes}, {"busbw_gbs", row.busbw_gbs}, {"ok", row.ok}});
   }
-  r.details = {{"min_busbw_gbs", e.min_busbw_gbs}, {"threshold_source", e.source}, {"collectives", rows}};
+  r.details = {{"min_busbw_gbs", e.min_busbw_gbs}, {"threshold_source", e.source}, {"judged", verdict.judged},
+               {"min_bytes", e.min_bytes}, {"collectives", rows}};
 }
 
 // A burn-in that failed with flight-recorder dumps: `ddx analyze` names the culprit.
@@ -107,7 +109,12 @@ int run_validate(const validate::ValidateOptions& o) {
                      ", but it launches every stage's ranks itself: run it once, outside the launcher (ddx validate "
                      "--np N, or --launcher \"srun\" / \"mpiexec -n N\" from one process)");
   }
-  if (!o.expect.empty()) validate::parse_expect(o.expect);  // a bad --expect stops before any stage
+  const size_t max_bytes = bw::parse_bytes("--max-bytes", o.max_bytes);  // bad input stops before any stage
+  if (!o.expect.empty()) {  // so does a bad --expect, or one the sweep cannot judge
+    const validate::Expectation e = validate::parse_expect(o.expect);
+    const std::string small = validate::too_small_for(e, static_cast<double>(max_bytes));
+    if (!small.empty()) throw UsageError(small);
+  }
   std::filesystem::create_directories(o.out_dir);
   const auto stages = validate::plan_stages(o, parity::self_executable());
   std::vector<validate::StageResult> results;

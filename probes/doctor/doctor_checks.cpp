@@ -194,6 +194,39 @@ CheckRow check_versions(const Ranks& ranks) {
   return row;
 }
 
+// Bitwise checks between replicas (--replica-check-freq, --verify-init) assume every rank runs the
+// same CPU kernels: ATen's (ATEN_CPU_CAPABILITY or the CPU's) and MKL's (MKL_CBWR,
+// MKL_ENABLE_INSTRUCTIONS or the CPU's). Different kernels give different last bits, so a WARN:
+// training is fine, those checks would stop it.
+CheckRow check_cpu_kernels(const Ranks& ranks) {
+  CheckRow row{"same CPU kernels on every rank"};
+  std::map<std::string, std::vector<std::string>> by_kernels;
+  for (const auto& r : ranks) {
+    if (!r.contains("cpu_kernels")) {
+      row.status = Status::Skip;
+      row.value = "skipped: " + who(r) + " did not report its kernels";
+      return row;
+    }
+    const json& k = r["cpu_kernels"];
+    by_kernels["ATen " + k["aten"].get<std::string>() + ", MKL " + k["mkl"].get<std::string>()].push_back(who(r));
+  }
+  if (by_kernels.size() == 1) {
+    row.value = by_kernels.begin()->first + " on " + std::to_string(ranks.size()) + (ranks.size() == 1 ? " rank" : " ranks");
+    return row;
+  }
+  auto common = std::max_element(by_kernels.begin(), by_kernels.end(),
+                                 [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  std::vector<std::string> odd;
+  for (const auto& [kernels, whom] : by_kernels) {
+    if (kernels != common->first) odd.push_back(kernels + " on " + join(whom));
+  }
+  row.status = Status::Warn;
+  row.value = join(odd, "; ") + " (others " + common->first + ")";
+  row.fix = "export the same ATEN_CPU_CAPABILITY (e.g. avx2) and MKL_CBWR (e.g. AVX2) on every host: replicas on "
+            "different kernels differ in the last bits, so --replica-check-freq and --verify-init stop a healthy run";
+  return row;
+}
+
 CheckRow check_gpus(const Ranks& ranks) {
   CheckRow row{"GPUs vs local ranks"};
   std::vector<std::string> values;
@@ -438,7 +471,7 @@ std::vector<CheckRow> evaluate(const std::vector<json>& ranks) {
   using Check = std::function<CheckRow(const Ranks&)>;
   static const std::vector<Check> checks = {
       check_shm,      check_nofile,         check_memlock,       check_core,   check_clock,
-      check_versions, check_gpus,           check_interface_env, check_master, check_gloo_interface,
+      check_versions, check_cpu_kernels, check_gpus,           check_interface_env, check_master, check_gloo_interface,
       check_reach,    check_disk,     check_omp,            check_cpu};
   std::vector<CheckRow> rows;
   for (const auto& check : checks) rows.push_back(check(ranks));

@@ -2,6 +2,7 @@
 // the store, judges them (doctor_checks.h) and prints one table. Runs under ddx launch, torchrun,
 // srun or mpiexec; Gloo only, so a broken NCCL or GPU cannot stop the preflight that would
 // explain it.
+#include <ATen/Version.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/cuda.h>
 
@@ -160,6 +161,7 @@ Subcommand add_doctor_command(CLI::App& app) {
               if (v.first != "gpus") input.versions.push_back(v);  // GPU counts may differ by host
             }
             input.gpus = static_cast<int>(torch::cuda::device_count());
+            input.aten_capability = at::get_cpu_capability();
             json facts = doctor::collect_facts(env, input);
             facts["clock_offset_ms"] = clock_offset_ms(*world);
             const auto listener = reach_other_hosts(*world, facts);

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <sstream>
 
 #include "buserror/shm_model.h"
 #include "ddx/net_interface.h"
@@ -56,7 +57,37 @@ int numa_nodes(const std::string& sysfs) {
   return n;
 }
 
+std::string cpuinfo_flags(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1);
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string cpu_isa(const std::string& flags) {
+  std::set<std::string> have;
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) have.insert(w);
+  if (have.count("avx512f") && have.count("amx_tile")) return "avx512_amx";
+  if (have.count("avx512f") && have.count("avx512_vnni")) return "avx512_vnni";
+  if (have.count("avx512f")) return "avx512";
+  if (have.count("avx2")) return "avx2";
+  if (have.count("avx")) return "avx";
+  if (have.count("sse4_2")) return "sse4_2";
+  return "older";
+}
+
+std::string mkl_branch(const EnvMap& env, const std::string& isa) {
+  if (auto cbwr = env_get(env, "MKL_CBWR"); cbwr && !cbwr->empty()) return "MKL_CBWR=" + *cbwr;
+  if (auto cap = env_get(env, "MKL_ENABLE_INSTRUCTIONS"); cap && !cap->empty()) {
+    return "MKL_ENABLE_INSTRUCTIONS=" + *cap + " on " + isa;
+  }
+  return "auto on " + isa;
+}
 
 json collect_facts(const EnvMap& env, const FactsInput& in) {
   json f;
@@ -118,6 +149,12 @@ json collect_facts(const EnvMap& env, const FactsInput& in) {
   f["governor"] = read_line(in.sysfs_root + "/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   f["gpus"] = in.gpus;
   f["clock_offset_ms"] = 0.0;
+  // Replicas compare bits (replica checks, --verify-init): ranks whose kernels differ differ in
+  // the last bits of init, matmuls and AdamW although nothing is wrong (docs/thresholds.md).
+  const auto aten_env = env_get(env, "ATEN_CPU_CAPABILITY");
+  f["cpu_kernels"] = {{"aten", in.aten_capability.empty() ? "unknown" : in.aten_capability},
+                      {"aten_env", aten_env ? json(*aten_env) : json(nullptr)},
+                      {"mkl", mkl_branch(env, cpu_isa(cpuinfo_flags(in.cpuinfo_path)))}};
   return f;
 }
 

@@ -8,7 +8,8 @@
 // omp_num_threads (null when unset), env {NCCL_*, GLOO_*, CUDA_VISIBLE_DEVICES, ...},
 // interfaces [names], master_addr, master_resolved [addresses] or master_error, route_interface
 // (the interface that routes to MASTER_ADDR), hostname_resolved [addresses], disk {path, free},
-// numa_nodes, governor (null when no cpufreq), gpus, clock_offset_ms (set by the command).
+// numa_nodes, governor (null when no cpufreq), gpus, clock_offset_ms (set by the command),
+// cpu_kernels {aten, mkl} (which CPU kernels compute this rank's bits; see check_cpu_kernels).
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -27,7 +28,17 @@ struct FactsInput {
   int gpus = 0;                                                     // visible CUDA devices
   std::string shm_path = "/dev/shm";
   std::string sysfs_root = "/sys";                                  // NUMA, cpufreq, infiniband
+  std::string cpuinfo_path = "/proc/cpuinfo";                       // the ISA MKL dispatches on
+  std::string aten_capability;                                      // at::get_cpu_capability(), "" unknown
 };
+
+// The widest instruction set MKL would dispatch to on a CPU with these /proc/cpuinfo flags:
+// "avx512_amx", "avx512_vnni", "avx512", "avx2", "avx", "sse4_2" or "older".
+std::string cpu_isa(const std::string& cpuinfo_flags);
+
+// The code branch MKL takes on this rank: MKL_CBWR pins it (identical bits across CPUs),
+// MKL_ENABLE_INSTRUCTIONS caps it, otherwise MKL picks the CPU's widest ISA.
+std::string mkl_branch(const EnvMap& env, const std::string& isa);
 
 nlohmann::json collect_facts(const EnvMap& env, const FactsInput& input);
 

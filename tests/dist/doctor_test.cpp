@@ -34,9 +34,22 @@ TEST(Doctor, UnderDdxLaunchEveryRankReportsAndTheJsonHasEveryCheck) {
   EXPECT_TRUE(has(r.output, "OMP_NUM_THREADS=1")) << r.output;  // ddx launch sets it
   const auto report = nlohmann::json::parse(read_file(dir + "/doctor.json"));
   EXPECT_EQ(report["ranks"].size(), 2u);
-  EXPECT_EQ(report["checks"].size(), 14u);
+  EXPECT_EQ(report["checks"].size(), 15u);
   EXPECT_TRUE(report["passed"].get<bool>());
   for (const auto& rank : report["ranks"]) EXPECT_LT(std::abs(rank["clock_offset_ms"].get<double>()), 1000.0);
+}
+
+TEST(Doctor, ARankOnOtherAtenKernelsIsNamedWithTheFix) {
+  // Rank 1 alone on ATen's baseline kernels, as on a host whose CPU lacks AVX2: its replicas'
+  // bits differ (docs/thresholds.md), so the doctor must say so before a replica check does.
+  const std::string dir = scratch_dir("doctor", "kernels");
+  const std::string script = "[ \"$RANK\" = 1 ] && export ATEN_CPU_CAPABILITY=default; exec '" + std::string(DDX_BIN) +
+                             "' doctor --save-dir '" + dir + "'";
+  RunResult r = run_in(dir, {DDX_BIN, "launch", "-np", "2", "--", "/bin/sh", "-c", script}, {}, 60);
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // a WARN
+  EXPECT_TRUE(has(r.output, "same CPU kernels on every rank  WARN    ATen DEFAULT")) << r.output;
+  EXPECT_TRUE(has(r.output, "on rank 1 (")) << r.output;
+  EXPECT_TRUE(has(r.output, "fix: export the same ATEN_CPU_CAPABILITY")) << r.output;
 }
 
 TEST(Doctor, UnderMpiexec) {

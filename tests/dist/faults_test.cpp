@@ -180,15 +180,18 @@ TEST(Faults, HungRankIsNamedBehindByTheWatchdog) {
 }
 
 TEST(Faults, StragglerIsNamedByTheWarning) {
-  // Factor 5 for both runs: the planted 10x straggler is far past it, while a clean run on a loaded
-  // 2-core CI machine (two tests at once) once crossed the default 2 for three steps in a row.
-  Job job = train("straggler", 2, {"--strategy", "ddp", "--max-steps", "6", "--straggler-factor", "5", "--fault",
-                                   "straggler@rank=1,factor=10"});
+  // Factor 5 over half-second windows for both runs, as the fault matrix: the planted 10x
+  // straggler is far past it, and 40 steps of it last well over half a second on any CPU.
+  const std::vector<std::string> watch = {"--strategy", "ddp", "--max-steps", "40", "--straggler-factor", "5",
+                                          "--straggler-window", "0.5"};
+  std::vector<std::string> slowed = watch;
+  slowed.insert(slowed.end(), {"--fault", "straggler@rank=1,factor=10"});
+  Job job = train("straggler", 2, slowed);
   ASSERT_EQ(job.result.exit_code, 0) << job.result.output;
   EXPECT_NE(job.result.output.find("straggler: rank 1 was "), std::string::npos) << job.result.output;
-  EXPECT_NE(job.result.output.find("for 3 logged steps in a row, up to step "), std::string::npos) << job.result.output;
+  EXPECT_NE(job.result.output.find(" ms busy per step over the last "), std::string::npos) << job.result.output;
   // Without the fault, no warning.
-  Job clean = train("no-straggler", 2, {"--strategy", "ddp", "--max-steps", "6", "--straggler-factor", "5"});
+  Job clean = train("no-straggler", 2, watch);
   ASSERT_EQ(clean.result.exit_code, 0) << clean.result.output;
   EXPECT_EQ(clean.result.output.find("straggler:"), std::string::npos) << clean.result.output;
 }

@@ -180,7 +180,7 @@ TEST_F(MultiNode, DoctorReportsEachHostsInterfaceAndThatTheyReachEachOther) {
   ASSERT_NE(r[0].exit_code, -1) << both(r);
   EXPECT_TRUE(has(r[0].output, "ddx-host-a: interface ddx0 (10.213.0.1), the route to MASTER_ADDR")) << r[0].output;
   EXPECT_TRUE(has(r[0].output, "ddx-host-b: interface ddx0 (10.213.0.2), the route to MASTER_ADDR")) << r[0].output;
-  EXPECT_TRUE(has(r[0].output, "hosts reach each other        PASS    2 connections between 2 hosts")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "hosts reach each other          PASS    2 connections between 2 hosts")) << r[0].output;
 }
 
 // ...and FAILs, naming the pair, when the interface chosen is one the other host cannot reach.
@@ -189,7 +189,7 @@ TEST_F(MultiNode, DoctorFailsHostsThatCannotReachEachOtherOnTheirInterface) {
   auto r = on_both(2, {DDX_BIN, "doctor", "--save-dir", dir_}, /*interface_env=*/false, 90,
                    {{"GLOO_SOCKET_IFNAME", "ddx1"}});
   EXPECT_EQ(r[0].exit_code, 1) << both(r);
-  EXPECT_TRUE(has(r[0].output, "hosts reach each other        FAIL")) << r[0].output;
+  EXPECT_TRUE(has(r[0].output, "hosts reach each other          FAIL")) << r[0].output;
   EXPECT_TRUE(has(r[0].output, "ddx-host-a -> ddx-host-b at 10.214.2.2:")) << r[0].output;
   EXPECT_TRUE(has(r[0].output, "ddx-host-b -> ddx-host-a at 10.214.1.1:")) << r[0].output;
   EXPECT_TRUE(has(r[0].output, "fix: export GLOO_SOCKET_IFNAME=<an interface on the network the hosts share>"))

@@ -65,7 +65,7 @@ TEST(Validate, EveryStagePassesAtTwoRanksAndOneReportLinksThemAll) {
 TEST(Validate, ABusbwFloorNoLinkReachesFailsAtTheBandwidthStage) {
   const std::string dir = scratch_dir("validate", "expect");
   auto argv = validate(dir + "/report");
-  argv.insert(argv.end(), {"--expect", "nvlink"});
+  argv.insert(argv.end(), {"--expect", "100GB/s"});  // NVLink's floor, at a size of our own
   RunResult r = run_in(dir, argv, {}, 300);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
@@ -73,7 +73,7 @@ TEST(Validate, ABusbwFloorNoLinkReachesFailsAtTheBandwidthStage) {
   EXPECT_TRUE(stages[1]["passed"].get<bool>()) << stages[1].dump();   // selfcheck
   EXPECT_FALSE(stages[2]["passed"].get<bool>()) << stages[2].dump();  // bandwidth
   EXPECT_TRUE(has(stages[2]["summary"].get<std::string>(), "below 100 GB/s busbw")) << stages[2].dump();
-  EXPECT_TRUE(has(stages[2]["summary"].get<std::string>(), "--expect nvlink: 100 GB/s")) << stages[2].dump();
+  EXPECT_TRUE(has(stages[2]["summary"].get<std::string>(), "--expect 100 GB/s")) << stages[2].dump();
   for (size_t i = 3; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
   EXPECT_TRUE(has(read_file(dir + "/report/validate.html"), "<td class=\"FAIL\">FAIL</td>"));
 }
@@ -87,6 +87,20 @@ TEST(Validate, AnUnknownExpectIsOneLineAndRunsNothing) {
   EXPECT_EQ(r.output,
             "ddx: error: --expect warp-drive: not a link type (cpu-loopback, ethernet, pcie, nvlink, infiniband) or a "
             "busbw in GB/s (e.g. 25 or 25GB/s)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
+  // NVLink's floor at the 64K these tests sweep to would judge latency: refused, naming the size.
+  auto small = validate(dir + "/report");
+  small.insert(small.end(), {"--expect", "nvlink"});
+  RunResult nvlink = run_in(dir, small, {}, 60);
+  EXPECT_EQ(nvlink.exit_code, 2) << nvlink.output;
+  EXPECT_EQ(nvlink.output.rfind("ddx: error: --expect nvlink judges busbw at 256M or more", 0), 0u) << nvlink.output;
+  EXPECT_TRUE(has(nvlink.output, "pass --max-bytes 256M or larger")) << nvlink.output;
+  EXPECT_EQ(std::count(nvlink.output.begin(), nvlink.output.end(), '\n'), 1) << nvlink.output;
+  auto bad_size = validate(dir + "/report");
+  bad_size.insert(bad_size.end(), {"--max-bytes", "12Q"});
+  RunResult size = run_in(dir, bad_size, {}, 60);
+  EXPECT_EQ(size.exit_code, 2) << size.output;
+  EXPECT_TRUE(has(size.output, "--max-bytes")) << size.output;
   EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
 }
 

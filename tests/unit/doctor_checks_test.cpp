@@ -30,7 +30,8 @@ json healthy(int rank, const std::string& host = "a", int local_world = 2) {
           {"gloo_interface", {{"interface", "eth0"}, {"address", "10.0.0.2"}, {"error", ""},
                               {"reason", "interface eth0 (10.0.0.2), the address hostname resolves to"}}},
           {"disk", {{"path", "/ckpt"}, {"free", 100ULL << 30}}}, {"numa_nodes", 1}, {"governor", "performance"},
-          {"gpus", 0}, {"clock_offset_ms", 0.0}};
+          {"gpus", 0}, {"clock_offset_ms", 0.0},
+          {"cpu_kernels", {{"aten", "AVX512"}, {"aten_env", nullptr}, {"mkl", "auto on avx512_amx"}}}};
 }
 
 const CheckRow& row(const std::vector<CheckRow>& rows, const std::string& name) {
@@ -87,6 +88,39 @@ TEST(DoctorChecks, AnotherVersionOnOneRankFailsAndNamesIt) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.value, "libtorch 2.10.0 on rank 2 (b) (others 2.11.0)");
   EXPECT_TRUE(has(v.fix, "same")) << v.fix;
+}
+
+TEST(DoctorChecks, ARankOnOtherCpuKernelsWarnsNamingItAndTheVariables) {
+  std::vector<json> ranks{healthy(0), healthy(1), healthy(2, "b"), healthy(3, "b")};
+  auto kernels = row(evaluate(ranks), "same CPU kernels on every rank");
+  EXPECT_EQ(kernels.status, Status::Pass);
+  EXPECT_EQ(kernels.value, "ATen AVX512, MKL auto on avx512_amx on 4 ranks");
+  // Host b without AVX-512: MKL takes its AVX2 branch there, and ATen its AVX2 kernels.
+  for (int r : {2, 3}) ranks[r]["cpu_kernels"] = {{"aten", "AVX2"}, {"aten_env", nullptr}, {"mkl", "auto on avx2"}};
+  ranks.push_back(healthy(4, "a"));
+  kernels = row(evaluate(ranks), "same CPU kernels on every rank");
+  EXPECT_EQ(kernels.status, Status::Warn);
+  EXPECT_EQ(kernels.value, "ATen AVX2, MKL auto on avx2 on rank 2 (b), rank 3 (b) (others ATen AVX512, MKL auto on avx512_amx)");
+  EXPECT_TRUE(has(kernels.fix, "ATEN_CPU_CAPABILITY")) << kernels.fix;
+  EXPECT_TRUE(has(kernels.fix, "MKL_CBWR")) << kernels.fix;
+  EXPECT_EQ(exit_code(evaluate(ranks)), 0);  // a warning: training itself is fine
+  // Pinned on every host: the same branch whatever the CPU.
+  for (auto& r : ranks) r["cpu_kernels"] = {{"aten", "AVX2"}, {"aten_env", "avx2"}, {"mkl", "MKL_CBWR=AVX2"}};
+  EXPECT_EQ(row(evaluate(ranks), "same CPU kernels on every rank").status, Status::Pass);
+  // A rank that did not report (an older ddx) is a SKIP, never a false PASS.
+  ranks[1].erase("cpu_kernels");
+  EXPECT_EQ(row(evaluate(ranks), "same CPU kernels on every rank").status, Status::Skip);
+}
+
+TEST(DoctorFacts, MklBranchFollowsTheCpuAndItsVariables) {
+  EXPECT_EQ(cpu_isa("fpu sse4_2 avx avx2 avx512f avx512_vnni amx_tile amx_bf16"), "avx512_amx");
+  EXPECT_EQ(cpu_isa("fpu sse4_2 avx avx2 avx512f avx512_vnni"), "avx512_vnni");
+  EXPECT_EQ(cpu_isa("fpu sse4_2 avx avx2 fma"), "avx2");
+  EXPECT_EQ(cpu_isa("fpu sse4_2"), "sse4_2");
+  EXPECT_EQ(cpu_isa(""), "older");
+  EXPECT_EQ(mkl_branch({}, "avx2"), "auto on avx2");
+  EXPECT_EQ(mkl_branch({{"MKL_ENABLE_INSTRUCTIONS", "AVX2"}}, "avx512"), "MKL_ENABLE_INSTRUCTIONS=AVX2 on avx512");
+  EXPECT_EQ(mkl_branch({{"MKL_ENABLE_INSTRUCTIONS", "AVX2"}, {"MKL_CBWR", "AVX2"}}, "avx512"), "MKL_CBWR=AVX2");
 }
 
 TEST(DoctorChecks, InterfacesNamedInEnvMustExist) {
@@ -195,12 +229,16 @@ TEST(DoctorFacts, ThisMachineAndAFakeSysfs) {
   std::filesystem::create_directories(sys + "/devices/system/cpu/cpu0/cpufreq");
   std::filesystem::create_directories(sys + "/class/infiniband/mlx5_0");
   std::ofstream(sys + "/devices/system/cpu/cpu0/cpufreq/scaling_governor") << "powersave\n";
+  std::ofstream(sys + "/cpuinfo") << "processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2\n";
   FactsInput in;
   in.info.hostname = "localhost";
   in.info.master_addr = "127.0.0.1";
   in.versions = {{"ddx", "0.1.0"}};
   in.sysfs_root = sys;
+  in.cpuinfo_path = sys + "/cpuinfo";
+  in.aten_capability = "AVX2";
   const json f = collect_facts({{"NCCL_SOCKET_IFNAME", "lo"}, {"HOME", "/root"}}, in);
+  EXPECT_EQ(f["cpu_kernels"], json({{"aten", "AVX2"}, {"aten_env", nullptr}, {"mkl", "auto on avx2"}}));
   EXPECT_TRUE(f["shm"]["tmpfs"].get<bool>());
   EXPECT_GT(f["cores"].get<int>(), 0);
   EXPECT_NE(std::find(f["interfaces"].begin(), f["interfaces"].end(), "lo"), f["interfaces"].end());

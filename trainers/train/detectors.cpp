@@ -16,12 +16,6 @@
 namespace ddx::train {
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
-  return buf;
-}
-
 int64_t row_checksum(const int64_t* values, int64_t n) {
   Fnv1a64 h;
   h.update(values, static_cast<size_t>(n) * sizeof(int64_t));
@@ -207,25 +201,6 @@ std::string ParameterSeal::verify(Strategy& strategy, Group& world, int64_t step
            " wrote it";
   }
   return "";
-}
-
-std::string StragglerWatch::observe(int64_t step, const std::vector<double>& busy_s) {
-  if (factor_ <= 0 || busy_s.size() < 2) return "";
-  std::vector<double> sorted = busy_s;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[(sorted.size() - 1) / 2];  // the lower middle: with 2 ranks, the faster
-  const int slowest = static_cast<int>(std::max_element(busy_s.begin(), busy_s.end()) - busy_s.begin());
-  if (median <= 0 || busy_s[slowest] <= factor_ * median) {
-    streak_ = 0;
-    return "";
-  }
-  streak_ = slowest == rank_ ? streak_ + 1 : 1;
-  rank_ = slowest;
-  if (streak_ != patience_) return "";
-  return "straggler: rank " + std::to_string(slowest) + " was " + fixed(busy_s[slowest] / median, 1) +
-         "x slower than the median rank (" + fixed(busy_s[slowest] * 1e3, 1) + " ms vs " + fixed(median * 1e3, 1) +
-         " ms busy per step) for " + std::to_string(patience_) + " logged steps in a row, up to step " +
-         std::to_string(step);
 }
 
 }  // namespace ddx::train

@@ -49,20 +49,4 @@ class ParameterSeal {
   std::vector<int64_t> sums_;
 };
 
-// The straggler warning: a rank whose busy time (step minus time waiting in collectives) is
-// more than `factor` times the median rank's for `patience` logged steps in a row.
-class StragglerWatch {
- public:
-  StragglerWatch(double factor, int patience) : factor_(factor), patience_(patience) {}
-  // One logged step's busy seconds per global rank; the warning line when a streak reaches
-  // `patience` (once per streak), else "".
-  std::string observe(int64_t step, const std::vector<double>& busy_s);
-
- private:
-  double factor_;
-  int patience_;
-  int rank_ = -1;
-  int streak_ = 0;
-};
-
 }  // namespace ddx::train

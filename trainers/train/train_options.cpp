@@ -100,8 +100,12 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                  "diverging rank and parameter (0: off)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40))->capture_default_str()->group(detectors);
   cmd.add_option("--straggler-factor", o.straggler_factor,
-                 "Warn when a rank's busy time per step exceeds this many times the median rank's for 3 logged "
-                 "steps in a row (0: off)")
+                 "Warn when a rank's mean busy time per step exceeds this many times the median rank's over the "
+                 "straggler window (0: off)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str()->group(detectors);
+  cmd.add_option("--straggler-window", o.straggler_window_s,
+                 "Seconds (and at least 8 logged steps) the straggler warning averages over: shorter windows see "
+                 "the scheduler's imbalance on a shared host")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str()->group(detectors);
   auto* ddp = "Data parallel (ddp)";
   cmd.add_flag("--verify-init", o.verify_init, "Check that every rank built identical weights (checksum) instead of broadcasting rank 0's")->group(ddp);

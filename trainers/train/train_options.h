@@ -53,6 +53,7 @@ struct TrainOptions {
   std::string on_nan = "stop";    // stop | skip
   int64_t replica_check_freq = 0; // parameter checksums across data-parallel replicas every N steps
   double straggler_factor = 2.0;  // warn when a rank is this much slower than the median (0: off)
+  double straggler_window_s = 2.0;  // ... on average over at least this long (and 8 logged steps)
 
   // Strategy-specific knobs (read by the strategies that use them).
   double bucket_cap_mb = 25;

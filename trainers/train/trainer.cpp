@@ -29,6 +29,7 @@
 #include "models/causal_lm.h"
 #include "train/checkpoint.h"
 #include "train/detectors.h"
+#include "train/straggler_watch.h"
 #include "train/gpu_stats.h"
 #include "train/loss_plot.h"
 #include "train/lr_schedule.h"
@@ -46,6 +47,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// The fewest logged steps the straggler warning averages over (with --straggler-window seconds):
+// one long step, a checkpoint or a page-in, is never a straggler by itself.
+constexpr int kStragglerMinSteps = 8;
 
 // Preemption: SIGTERM checkpoints and stops, SIGUSR1 checkpoints and goes on. The handler
 // only sets a flag; ranks agree on it at the next step boundary.
@@ -463,7 +468,8 @@ void record_step(Run& run, const StepRecord& s, const PhaseTimes& times, Straggl
     if (all[2 * r].item<double>() > all[2 * slowest].item<double>()) slowest = r;
     busy_s[r] = all[2 * r].item<double>() - all[2 * r + 1].item<double>();
   }
-  const std::string straggler = stragglers.observe(s.done, busy_s);
+  const double now_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const std::string straggler = stragglers.observe(s.done, busy_s, now_s);
   if (run.rank0 && !straggler.empty()) log::warn(straggler);
   if (!run.rank0) return;
   const HostMemory host = host_memory();
@@ -552,7 +558,7 @@ double train_loop(Run& run) {
   const TrainOptions& o = run.o;
   std::unique_ptr<StepProfiler> profiler = make_profiler(run);
   ProgressBar progress(run.total_steps, o.progress && run.rank0);
-  StragglerWatch stragglers(o.straggler_factor, 3);
+  StragglerWatch stragglers(o.straggler_factor, kStragglerMinSteps, o.straggler_window_s);
   TopProgress top_progress(run.hang_detection->watchdog(), run.total_steps);
   double window_loss = 0, last_loss = 0;
   int64_t window_steps = 0;
