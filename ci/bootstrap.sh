@@ -7,6 +7,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The PyPI wheel whose LibTorch we build against and whose PyTorch the reference tests use.
 # 2.11.0 is what the GPU machines run; its CUDA 13.0 build matches the toolkit on PATH.
 TORCH_VERSION="${DDX_TORCH_VERSION:-2.11.0}"
+TRANSFORMERS_VERSION="${DDX_TRANSFORMERS_VERSION:-5.25.0}"
 venv="${DDX_VENV:-$root/.venv}"
 
 debian_packages=(
@@ -40,6 +41,13 @@ have=$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0
 if [ "$have" != "$TORCH_VERSION" ]; then
   echo "bootstrap: installing torch==$TORCH_VERSION into $venv (pip's cache makes re-runs fast)"
   "$venv/bin/pip" install -q "torch==$TORCH_VERSION" numpy safetensors tokenizers
+fi
+# transformers for the `reference` label (tests/python/hf_reference.py reads Hugging Face configs
+# with it): pinned, so the layout it writes (5.x: rope_parameters) is the one tested.
+have_tf=$("$venv/bin/python" -c 'import transformers; print(transformers.__version__)' 2>/dev/null || true)
+if [ "$have_tf" != "$TRANSFORMERS_VERSION" ]; then
+  echo "bootstrap: installing transformers==$TRANSFORMERS_VERSION into $venv"
+  "$venv/bin/pip" install -q "transformers==$TRANSFORMERS_VERSION"
 fi
 "$venv/bin/python" - <<'PY'
 import torch

@@ -164,6 +164,39 @@ TEST(HfConfig, ParsesRealGpt2AndLlamaConfigs) {
   EXPECT_FALSE(llama_defaults.rope_scaling.enabled());
 }
 
+// transformers 5 writes RoPE's settings as rope_parameters and no longer writes rope_theta or
+// rope_scaling: the same Llama in both layouts must read the same, and a file in the new layout
+// must not fall back to the defaults (theta 10000, no scaling) without a word.
+TEST(HfConfig, ReadsRopeInTransformers4And5Layouts) {
+  TempDir dir;
+  const std::string sizes = R"("model_type": "llama", "hidden_size": 64, "num_hidden_layers": 3,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 96,
+      "max_position_embeddings": 256, "vocab_size": 1001)";
+  const ModelConfig v4 = model_config_from_hf_json(dir.file("v4.json", "{" + sizes + R"(, "rope_theta": 500000.0,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 64}})"));
+  const ModelConfig v5 = model_config_from_hf_json(dir.file("v5.json", "{" + sizes + R"(,
+      "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})"));
+  EXPECT_DOUBLE_EQ(v5.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(v5.rope_scaling.factor, 8.0);
+  EXPECT_EQ(v5.rope_scaling.original_max_position_embeddings, 64);
+  EXPECT_EQ(v4.hash(), v5.hash()) << v4.to_json() << " vs " << v5.to_json();
+  // The oldest spelling of the type ("type"), and transformers 5's default type with its theta.
+  const ModelConfig oldest = model_config_from_hf_json(dir.file("v3.json", "{" + sizes + R"(, "rope_theta": 500000.0,
+      "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 64}})"));
+  EXPECT_EQ(oldest.hash(), v4.hash());
+  const ModelConfig plain = model_config_from_hf_json(
+      dir.file("v5-default.json", "{" + sizes + R"(, "rope_parameters": {"rope_type": "default", "rope_theta": 123456.0}})"));
+  EXPECT_DOUBLE_EQ(plain.rope_theta, 123456.0);
+  EXPECT_FALSE(plain.rope_scaling.enabled());
+  // Both layouts in one file (a config edited by hand, or converted): fine when they agree.
+  const ModelConfig both = model_config_from_hf_json(dir.file("both.json", "{" + sizes + R"(, "rope_theta": 123456.0,
+      "rope_scaling": null, "rope_parameters": {"rope_type": "default", "rope_theta": 123456.0}})"));
+  EXPECT_EQ(both.hash(), plain.hash());
+}
+
 struct BadConfig {
   std::string text;
   const char* expected;  // must appear in the message (besides the file path)
@@ -204,6 +237,36 @@ TEST(HfConfig, BadInputNamesFileAndField) {
        "'rope_scaling.rope_type' = 'yarn' is not supported"},
       {("{" + llama + R"(, "vocab_size": 11, "rope_scaling": {"rope_type": "llama3", "factor": 4.0}})"),
        "'rope_scaling.low_freq_factor' is missing"},
+      // transformers 5's layout: every RoPE type not computed here, and the settings that change
+      // the math (docs/models.md), each refused naming its key.
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}})"),
+       "'rope_parameters.rope_type' = 'yarn' is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4}})"),
+       "'rope_parameters.rope_type' = 'longrope' is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"rope_type": "linear", "factor": 2.0}})"),
+       "'rope_parameters.rope_type' = 'linear' is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"rope_type": "llama3", "rope_theta": 1e4, "factor": 8.0}})"),
+       "'rope_parameters.low_freq_factor' is missing"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})"),
+       "'rope_parameters.partial_rotary_factor' = 0.5 is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": "llama3"})"), "'rope_parameters' must be an object"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_parameters": {"full_attention": {"rope_type": "default"}}})"),
+       "'rope_parameters.full_attention' holds RoPE settings per attention type"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_theta": 5e5, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4}})"),
+       "'rope_theta' = 500000.0 disagrees with rope_parameters.rope_theta = 10000.0"},
+      {("{" + llama + R"(, "vocab_size": 11, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+           "high_freq_factor": 4.0, "original_max_position_embeddings": 8}, "rope_parameters": {"rope_type": "default"}})"),
+       "'rope_scaling' disagrees with rope_parameters"},
+      {("{" + llama + R"(, "vocab_size": 11, "mlp_bias": true})"), "'mlp_bias'"},
+      {("{" + llama + R"(, "vocab_size": 11, "sliding_window": 4096})"), "'sliding_window' = 4096 is not supported"},
+      {("{" + llama + R"(, "vocab_size": 11, "use_sliding_window": true})"), "'use_sliding_window'"},
+      {("{" + llama + R"(, "vocab_size": 11, "layer_types": ["full_attention", "sliding_attention"]})"),
+       "'layer_types' contains \"sliding_attention\""},
+      {("{" + llama + R"(, "vocab_size": 11, "final_logit_softcapping": 30.0})"), "'final_logit_softcapping'"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "scale_attn_weights": false})"), "'scale_attn_weights'"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "scale_attn_by_inverse_layer_idx": true})"), "'scale_attn_by_inverse_layer_idx'"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "add_cross_attention": true})"), "'add_cross_attention'"},
+      {("{" + gpt2 + R"(, "n_embd": 8, "resid_pdrop": "0.1"})"), "'resid_pdrop' must be a number"},
       {(R"({"model_type": "llama", "hidden_size": 6, "num_hidden_layers": 1, "num_attention_heads": 2,
            "intermediate_size": 12, "max_position_embeddings": 16, "vocab_size": 11})"),
        "even head_dim"},

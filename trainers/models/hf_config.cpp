@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ddx/errors.h"
+#include "ddx/log.h"
 #include "models/model_config.h"
 
 namespace ddx::models {
@@ -24,6 +25,7 @@ class FieldReader {
   [[noreturn]] void fail(const std::string& field, const std::string& why) const {
     throw UsageError(file_ + ": field '" + prefix_ + field + "' " + why);
   }
+  const std::string& file() const { return file_; }
   bool has(const std::string& field) const {
     return object_.contains(field) && !object_.at(field).is_null();
   }
@@ -92,7 +94,21 @@ json read_json_file(const std::string& path) {
   return j;
 }
 
-ModelConfig gpt2_from(const FieldReader& f) {
+// Dropout is a training regulariser ddx does not have: a config that asks for it (GPT-2's own
+// ship 0.1) is trained without it, and said so in one line rather than refused, since the
+// weights and the model's math at inference are the same.
+void warn_dropout(const json& config, const FieldReader& f, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    if (!f.has(key)) continue;
+    const json& v = config.at(key);
+    if (!v.is_number()) f.fail(key, "must be a number, got " + v.dump());
+    if (v.get<double>() != 0)
+      log::warn(f.file(), ": field '", key, "' = ", v.dump(), ": ddx trains without dropout (transformers computes "
+                "the same only with it set to 0)");
+  }
+}
+
+ModelConfig gpt2_from(const json& config, const FieldReader& f) {
   ModelConfig c;
   c.family = Family::Gpt2;
   c.hidden_size = f.integer("n_embd");
@@ -108,26 +124,97 @@ ModelConfig gpt2_from(const FieldReader& f) {
   c.rope_scaling = RopeScaling{};
   // GPT-2's "gelu_new" is the tanh approximation this model computes.
   f.require_one_of("activation_function", {"gelu_new", "gelu_pytorch_tanh"});
+  // Attention scaled by 1/sqrt(head_dim) only, no cross-attention (docs/models.md).
+  f.require_one_of("scale_attn_weights", {true});
+  f.require_one_of("scale_attn_by_inverse_layer_idx", {false});
+  f.require_one_of("add_cross_attention", {false});
+  warn_dropout(config, f, {"resid_pdrop", "embd_pdrop", "attn_pdrop"});
   return c;
 }
 
-RopeScaling rope_scaling_from(const json& config, const std::string& file) {
-  if (!config.contains("rope_scaling") || config.at("rope_scaling").is_null()) return {};
-  const json& s = config.at("rope_scaling");
-  if (!s.is_object()) FieldReader(config, file).fail("rope_scaling", "must be an object or null");
-  FieldReader f(s, file, "rope_scaling.");
-  // Older configs spell rope_type as "type".
-  const std::string type = f.has("rope_type") ? f.string_or("rope_type", "") : f.string_or("type", "");
-  if (type == "default") return {};
+// RoPE's settings in either layout Hugging Face has written:
+//  - transformers < 5: top-level "rope_theta" and "rope_scaling" (null, or an object whose type is
+//    "rope_type" or, older still, "type");
+//  - transformers >= 5: "rope_parameters" {"rope_type", "rope_theta", and the type's own fields},
+//    and no top-level keys.
+// Only the types computed here are accepted (default, llama3); any other (linear, dynamic, yarn,
+// longrope, ...) changes the frequencies and is refused naming the key. A file with both layouts
+// must agree.
+struct Rope {
+  double theta = 10000.0;  // LlamaConfig's default
+  RopeScaling scaling;
+};
+
+Rope rope_from(const json& object, const FieldReader& f) {
+  Rope r;
+  r.theta = f.number_or("rope_theta", 10000.0);
+  const std::string type_key = f.has("rope_type") ? "rope_type" : "type";
+  const std::string type = f.string_or(type_key, "default");
+  if (f.has("partial_rotary_factor") && object.at("partial_rotary_factor") != json(1.0) &&
+      object.at("partial_rotary_factor") != json(1))
+    f.fail("partial_rotary_factor", "= " + object.at("partial_rotary_factor").dump() +
+                                        " is not supported here (RoPE on the whole head only)");
+  if (type == "default") return r;
   if (type != "llama3")
-    f.fail(f.has("rope_type") ? "rope_type" : "type",
-           "= '" + type + "' is not supported here (supported: llama3, default)");
-  RopeScaling r;
-  r.factor = f.number("factor");
-  r.low_freq_factor = f.number("low_freq_factor");
-  r.high_freq_factor = f.number("high_freq_factor");
-  r.original_max_position_embeddings = f.integer("original_max_position_embeddings");
+    f.fail(type_key, "= '" + type + "' is not supported here (supported: default, llama3)");
+  r.scaling.factor = f.number("factor");
+  r.scaling.low_freq_factor = f.number("low_freq_factor");
+  r.scaling.high_freq_factor = f.number("high_freq_factor");
+  r.scaling.original_max_position_embeddings = f.integer("original_max_position_embeddings");
   return r;
+}
+
+bool same(const RopeScaling& a, const RopeScaling& b) {
+  return a.factor == b.factor && a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+         a.original_max_position_embeddings == b.original_max_position_embeddings;
+}
+
+Rope rope_of(const json& config, const std::string& file) {
+  const FieldReader top(config, file);
+  // The old layout: rope_theta at the top, rope_scaling beside it.
+  Rope old;
+  old.theta = top.number_or("rope_theta", 10000.0);
+  if (top.has("rope_scaling")) {
+    const json& s = config.at("rope_scaling");
+    if (!s.is_object()) top.fail("rope_scaling", "must be an object or null");
+    old.scaling = rope_from(s, FieldReader(s, file, "rope_scaling.")).scaling;
+  }
+  if (!top.has("rope_parameters")) return old;
+
+  const json& p = config.at("rope_parameters");
+  if (!p.is_object()) top.fail("rope_parameters", "must be an object");
+  for (const auto& [key, value] : p.items()) {
+    // transformers 5 keys RoPE per attention type for models that mix them (sliding and full).
+    if (value.is_object())
+      top.fail("rope_parameters." + key, "holds RoPE settings per attention type, which is not supported here");
+  }
+  const Rope now = rope_from(p, FieldReader(p, file, "rope_parameters."));
+  if (top.has("rope_theta") && old.theta != now.theta)
+    top.fail("rope_theta", "= " + config.at("rope_theta").dump() + " disagrees with rope_parameters.rope_theta = " +
+                               (p.contains("rope_theta") ? p.at("rope_theta").dump() : "10000 (its default)"));
+  if (top.has("rope_scaling") && !same(old.scaling, now.scaling))
+    top.fail("rope_scaling", "disagrees with rope_parameters (" + p.dump() + ")");
+  return now;
+}
+
+// Settings of a Llama config.json that change what the model computes and that the model here
+// does not implement: refused, each naming its key (docs/models.md lists them, and the keys
+// that are read or safely ignored).
+void refuse_llama_settings_not_implemented(const json& config, const FieldReader& f) {
+  f.require_one_of("hidden_act", {"silu"});
+  f.require_one_of("attention_bias", {false});
+  f.require_one_of("mlp_bias", {false});
+  f.require_one_of("use_sliding_window", {false});
+  if (f.has("sliding_window")) f.fail("sliding_window", "= " + config.at("sliding_window").dump() + " is not supported here (full causal attention only)");
+  if (f.has("layer_types")) {
+    for (const json& t : config.at("layer_types")) {
+      if (t != "full_attention") f.fail("layer_types", "contains " + t.dump() + ", not supported here (full_attention only)");
+    }
+  }
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "logit_scale"}) {
+    if (f.has(key)) f.fail(key, "= " + config.at(key).dump() + " is not supported here");
+  }
+  warn_dropout(config, f, {"attention_dropout"});
 }
 
 ModelConfig llama_from(const json& config, const FieldReader& f, const std::string& file) {
@@ -141,13 +228,12 @@ ModelConfig llama_from(const json& config, const FieldReader& f, const std::stri
   c.max_position_embeddings = f.integer("max_position_embeddings");
   c.vocab_size = f.integer("vocab_size");
   c.norm_eps = f.number_or("rms_norm_eps", 1e-6);  // LlamaConfig's default
-  c.rope_theta = f.number_or("rope_theta", 10000.0);
   c.tie_embeddings = f.boolean_or("tie_word_embeddings", false);
   c.init_std = f.number_or("initializer_range", 0.02);
-  c.rope_scaling = rope_scaling_from(config, file);
-  f.require_one_of("hidden_act", {"silu"});
-  f.require_one_of("attention_bias", {false});
-  f.require_one_of("mlp_bias", {false});
+  const Rope rope = rope_of(config, file);
+  c.rope_theta = rope.theta;
+  c.rope_scaling = rope.scaling;
+  refuse_llama_settings_not_implemented(config, f);
   if (f.has("head_dim") && c.hidden_size % c.num_heads == 0 &&
       f.integer("head_dim") != c.hidden_size / c.num_heads)
     f.fail("head_dim", "must equal hidden_size / num_attention_heads here");
@@ -163,7 +249,7 @@ ModelConfig model_config_from_hf_json(const std::string& path) {
   if (model_type.empty()) f.fail("model_type", "is missing (expected \"gpt2\" or \"llama\")");
   ModelConfig c;
   if (model_type == "gpt2") {
-    c = gpt2_from(f);
+    c = gpt2_from(config, f);
   } else if (model_type == "llama") {
     c = llama_from(config, f, path);
   } else {
