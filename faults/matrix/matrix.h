@@ -77,8 +77,9 @@ struct Finding {
 // and how to read its finding from a job's evidence.
 struct Detector {
   std::string name;
-  std::vector<std::string> flags;
+  std::vector<std::string> flags;  // turn it on (as the matrix sets it)
   Finding (*find)(const JobEvidence&);
+  std::vector<std::string> off_flags = {};  // turn it off, where ddx train has it on by default (--without)
 };
 const std::vector<Detector>& detectors();
 const Detector* find_detector(const std::string& name);
@@ -133,6 +134,9 @@ RowResult run_row(const Options& o, const RowSpec& spec, const Reference& refere
 std::string table_header();
 std::string table_row(const RowResult& r);
 std::string summary_line(const std::vector<RowResult>& rows);
+// "PASS", "FAIL" (a row or the reference failed), or "INCOMPLETE" (nothing failed, a row was
+// skipped: not a PASS).
+const char* verdict_word(const Reference& reference, const std::vector<RowResult>& rows);
 void write_reports(const Options& o, const Reference& reference, const std::vector<RowResult>& rows);
 
 }  // namespace ddx::faults::matrix

@@ -136,16 +136,17 @@ int run_matrix(fm::Options& o) {
     std::printf("%s\n", r.table.empty() ? fm::table_row(r).c_str() : r.table.c_str());
     std::fflush(stdout);
   }
-  // A skipped row (its job could not run here) fails nothing, and its line says why; never a PASS.
-  const bool passed =
-      reference.ok && std::all_of(results.begin(), results.end(), [](const auto& r) { return r.passed || r.skipped; });
+  // A skipped row (its job could not run here) is not a failure of what it tests, and its line
+  // says why; but a matrix with one is INCOMPLETE, never a PASS (exit 1 either way).
+  const bool passed = reference.ok && std::all_of(results.begin(), results.end(), [](const auto& r) { return r.passed; });
+  const char* verdict = fm::verdict_word(reference, results);
   if (o.node_rank != 0) {
-    std::printf("%s: %s; node 0 writes the reports\n", fm::summary_line(results).c_str(), passed ? "PASS" : "FAIL");
+    std::printf("%s: %s; node 0 writes the reports\n", fm::summary_line(results).c_str(), verdict);
     return finish(o, passed);
   }
   fm::write_reports(o, reference, results);
-  std::printf("%s: %s; report %s/report.json (also junit.xml, table.txt)\n", fm::summary_line(results).c_str(),
-              passed ? "PASS" : "FAIL", o.out_dir.c_str());
+  std::printf("%s: %s; report %s/report.json (also junit.xml, table.txt)\n", fm::summary_line(results).c_str(), verdict,
+              o.out_dir.c_str());
   return finish(o, passed);
 }
 

@@ -193,7 +193,8 @@ const std::vector<Detector>& detectors() {
       {"collective check", {"--check-collectives"}, collective_check},
       {"store check", {}, store_check},
       {"replica-check", {"--replica-check-freq", "1"}, replica_check},
-      {"straggler warning", {"--straggler-factor", "5", "--straggler-window", "0.5"}, straggler_warning},
+      {"straggler warning", {"--straggler-factor", "5", "--straggler-window", "0.5"}, straggler_warning,
+       {"--straggler-factor", "0"}},  // on by default in ddx train (factor 2)
       {"pairwise links", {}, pairwise_links},
       {"checksum", {}, checksum},
       {"bus-error cause", {}, bus_error_cause},

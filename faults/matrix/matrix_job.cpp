@@ -137,6 +137,7 @@ std::vector<std::string> detector_flags(const Options& o, const std::vector<std:
     const bool wanted = std::find(names.begin(), names.end(), d.name) != names.end();
     const bool off = std::find(o.without.begin(), o.without.end(), d.name) != o.without.end();
     if (wanted && !off) flags.insert(flags.end(), d.flags.begin(), d.flags.end());
+    if (wanted && off) flags.insert(flags.end(), d.off_flags.begin(), d.off_flags.end());
   }
   return flags;
 }

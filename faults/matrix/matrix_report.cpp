@@ -64,6 +64,15 @@ std::string summary_line(const std::vector<RowResult>& rows) {
          (skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "");
 }
 
+const char* verdict_word(const Reference& reference, const std::vector<RowResult>& rows) {
+  bool failed = !reference.ok, skipped = false;
+  for (const RowResult& r : rows) {
+    failed = failed || (!r.passed && !r.skipped);
+    skipped = skipped || r.skipped;
+  }
+  return failed ? "FAIL" : skipped ? "INCOMPLETE" : "PASS";
+}
+
 void write_reports(const Options& o, const Reference& reference, const std::vector<RowResult>& rows) {
   using nlohmann::json;
   bool passed = reference.ok;
@@ -71,7 +80,7 @@ void write_reports(const Options& o, const Reference& reference, const std::vect
   std::vector<JunitCase> cases;
   std::string table = table_header() + "\n";
   for (const RowResult& r : rows) {
-    passed = passed && (r.passed || r.skipped);
+    passed = passed && r.passed;
     table += table_row(r) + "\n";
     list.push_back({{"kind", r.kind},
                     {"faults", r.faults},

@@ -34,7 +34,7 @@ RunResult buserror(const std::string& tag, std::vector<std::string> args) {
 bool has(const std::string& output, const std::string& text) { return output.find(text) != std::string::npos; }
 
 TEST(BuserrorProbe, ReproducesSigbusOnASmallPrivateDevShmAndTheLauncherNamesIt) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());
   const auto before = dev_shm_entries();
   // 2 ranks x 1 peer x 2 channels x 9637888 B = 36.8 MiB > 16 MiB.
   RunResult r = buserror("repro", {"--local-ranks", "2", "--shm-size", "16M"});
@@ -50,7 +50,7 @@ TEST(BuserrorProbe, ReproducesSigbusOnASmallPrivateDevShmAndTheLauncherNamesIt) 
 }
 
 TEST(BuserrorProbe, EnoughSharedMemoryDoesNotCrash) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());
   RunResult r = buserror("fits", {"--local-ranks", "2", "--shm-size", "64M"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "NOT REPRODUCED")) << r.output;
@@ -58,7 +58,7 @@ TEST(BuserrorProbe, EnoughSharedMemoryDoesNotCrash) {
 }
 
 TEST(BuserrorProbe, ReproducesOnATmpfsTheUserMounted) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());
   // The user's own small tmpfs (mounted here inside a throwaway namespace so the test leaves
   // no mount behind), passed with --shm-dir: no namespace needed by the probe.
   const std::string dir = scratch_dir("buserror", "userdir");
@@ -74,7 +74,7 @@ TEST(BuserrorProbe, ReproducesOnATmpfsTheUserMounted) {
 }
 
 TEST(BuserrorProbe, CheckReportsTheShortfallForAGivenSize) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());
   RunResult r = buserror("check-short", {"--check", "--local-ranks", "4", "--shm-size", "64M"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const unsigned long long needed = 4 * 3 * 2 * kSegment, available = 64ULL << 20;

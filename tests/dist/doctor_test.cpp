@@ -72,7 +72,7 @@ TEST(Doctor, AnInterfaceThatDoesNotExistFailsWithTheFix) {
 }
 
 TEST(Doctor, ASmallDevShmIsReportedAgainstTheLocalRanks) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: process_helpers.h
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());  // reason: process_helpers.h
   const std::string dir = scratch_dir("doctor", "shm");
   const std::string script = "mount -t tmpfs -o size=64m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +
                              "' launch -np 4 -- '" + DDX_BIN + "' doctor --save-dir '" + dir + "'";

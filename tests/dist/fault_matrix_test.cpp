@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "faults/kind.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -56,22 +58,38 @@ const nlohmann::json& row(const nlohmann::json& report, const std::string& kind)
 
 const nlohmann::json& row(const Matrix& m, const std::string& kind) { return row(m.report, kind); }
 
+// The culprit a row's planted fault makes: the rank it names, or for a corrupted checkpoint the
+// checkpoint's step. Read from the fault itself, not from the matrix's own expectation.
+std::string planted_culprit(const nlohmann::json& r) {
+  const std::string first = r.at("faults").at(0).get<std::string>();
+  auto value = [&](const std::string& key) {
+    const size_t at = first.find(key + "=");
+    EXPECT_NE(at, std::string::npos) << first;
+    return at == std::string::npos ? "?" : first.substr(at + key.size() + 1, first.find_first_of(",;", at) - at - key.size() - 1);
+  };
+  if (r.at("kind") == "ckpt-corrupt") return "checkpoint step " + value("step");
+  return "rank " + value("rank");
+}
+
 TEST(FaultMatrix, EveryRowPassesOnDdp) {
+  // shm-full needs a private /dev/shm (root): without one the matrix is INCOMPLETE (the test below).
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());
   Matrix m = run_matrix("ddp", {"--row-timeout", "120"}, 560);
   ASSERT_EQ(m.result.exit_code, 0) << m.result.output;
   ASSERT_TRUE(m.report.at("passed").get<bool>()) << m.report.dump(2);
   EXPECT_TRUE(m.report.at("reference").at("ok").get<bool>());
-  // Every kind the matrix knows has a row, and each one was judged on its evidence. shm-full
-  // needs a private /dev/shm (root); where that is refused it is SKIPPED (the test below).
-  const bool private_shm = mount_namespace_refused().empty();
+  // Every fault kind a job can meet has exactly one row (planted bugs and test switches are not
+  // faults of a cluster), and each one was judged on its evidence.
+  std::multiset<std::string> rows, kinds;
+  for (const auto& r : m.report.at("rows")) rows.insert(r.at("kind").get<std::string>());
+  for (const faults::Kind* k : faults::kinds()) {
+    if (k->category() != "planted bug" && k->category() != "test") kinds.insert(k->name());
+  }
+  EXPECT_EQ(rows, kinds) << "the matrix's rows and faults::kinds() differ";
   for (const auto& r : m.report.at("rows")) {
-    if (r.at("kind") == "shm-full" && !private_shm) {
-      EXPECT_EQ(r.at("verdict"), "SKIPPED") << r.dump(2);
-      continue;
-    }
     EXPECT_EQ(r.at("verdict"), "PASS") << r.dump(2);
     EXPECT_TRUE(r.at("detected").get<bool>()) << r.dump(2);
-    EXPECT_EQ(r.at("culprit_named"), r.at("culprit_expected")) << r.dump(2);
+    EXPECT_EQ(r.at("culprit_named").get<std::string>(), planted_culprit(r)) << r.dump(2);
     EXPECT_EQ(r.at("leftover_processes"), 0) << r.dump(2);
     // null: the row's job writes no checkpoints (the pairwise probe).
     EXPECT_NE(r.at("checkpoints_intact"), false) << r.dump(2);
@@ -82,12 +100,10 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
   EXPECT_EQ(row(m, "ckpt-corrupt").at("culprit_named"), "checkpoint step 10");
   // shm-full filled a private 64 MiB /dev/shm (ddx launch --shm-size), and the rank's
   // fatal-signal report named it; the restarted group resumed bit-identically (checked above).
-  if (private_shm) {
-    EXPECT_EQ(row(m, "shm-full").at("culprit_named"), "rank 3");
-    const std::string job = read_file(m.dir + "/out/shm-full/output.txt");
-    EXPECT_NE(job.find("ddx launch: the workers' /dev/shm is a private tmpfs of 64m"), std::string::npos) << job;
-    EXPECT_NE(job.find("(/dev/shm) with 0.0 of 64.0 MiB free: shared memory is exhausted"), std::string::npos) << job;
-  }
+  EXPECT_EQ(row(m, "shm-full").at("culprit_named"), "rank 3");
+  const std::string job = read_file(m.dir + "/out/shm-full/output.txt");
+  EXPECT_NE(job.find("ddx launch: the workers' /dev/shm is a private tmpfs of 64m"), std::string::npos) << job;
+  EXPECT_NE(job.find("(/dev/shm) with 0.0 of 64.0 MiB free: shared memory is exhausted"), std::string::npos) << job;
   EXPECT_EQ(row(m, "store-loss").at("culprit_named"), "rank 0");  // the rank that hosted the lost store
   EXPECT_NE(m.result.output.find("fault matrix: " + std::to_string(m.report.at("rows").size()) + " rows, 0 failed"),
             std::string::npos)
@@ -97,30 +113,54 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
   EXPECT_NE(read_file(m.dir + "/out/table.txt").find("kill "), std::string::npos);
 }
 
-// The self-test: the same faults with their detectors turned off must fail their rows.
+// The self-test: the same faults with their detectors turned off must fail their rows, every
+// detector that can be turned off (nan-check, replica-check, collective check, straggler
+// warning), each row naming the detector that did not fire.
 TEST(FaultMatrix, ADisabledDetectorFailsItsRowAndTheMatrix) {
-  Matrix m = run_matrix("self-test", {"--kinds", "nan,bitflip", "--without", "nan-check,replica-check", "--row-timeout", "120"},
-                        400);
+  Matrix m = run_matrix("self-test",
+                        {"--kinds", "nan,bitflip,mismatch,straggler", "--without",
+                         "nan-check,replica-check,collective check,straggler warning", "--row-timeout", "120"},
+                        500);
   EXPECT_EQ(m.result.exit_code, 1) << m.result.output;
   ASSERT_FALSE(m.report.is_null()) << m.result.output;
   EXPECT_FALSE(m.report.at("passed").get<bool>());
-  for (const std::string kind : {"nan", "bitflip"}) {
+  for (const auto& [kind, detector] : std::vector<std::pair<std::string, std::string>>{
+           {"nan", "nan-check"}, {"bitflip", "replica-check"}, {"mismatch", "collective check"},
+           {"straggler", "straggler warning"}}) {
     const auto& r = row(m, kind);
     EXPECT_EQ(r.at("verdict"), "FAIL") << r.dump(2);
-    EXPECT_FALSE(r.at("detected").get<bool>()) << r.dump(2);
-    EXPECT_NE(r.at("note").get<std::string>().find(" did not fire"), std::string::npos) << r.dump(2);
+    EXPECT_NE(r.at("note").get<std::string>().find(detector + " did not fire"), std::string::npos) << r.dump(2);
   }
-  EXPECT_NE(m.result.output.find("fault matrix: 2 rows, 2 failed: FAIL"), std::string::npos) << m.result.output;
-  EXPECT_NE(read_file(m.dir + "/out/junit.xml").find("failures=\"2\""), std::string::npos);
+  EXPECT_NE(m.result.output.find("fault matrix: 4 rows, 4 failed: FAIL"), std::string::npos) << m.result.output;
+  EXPECT_NE(read_file(m.dir + "/out/junit.xml").find("failures=\"4\""), std::string::npos);
+}
+
+// The wrong-culprit path: a detector that fires but names another rank fails the row. A second
+// NaN planted on rank 1 at step 2 (in every job, after --) makes the nan-check name rank 1
+// before the row's own fault on rank 3 fires; the same fault also fails the clean reference.
+TEST(FaultMatrix, ADetectorNamingAnotherRankFailsTheRow) {
+  Matrix m = run_matrix("wrong-culprit", {"--kinds", "nan", "--row-timeout", "120", "--", "--fault", "nan@rank=1,step=2"},
+                        300);
+  EXPECT_EQ(m.result.exit_code, 1) << m.result.output;
+  ASSERT_FALSE(m.report.is_null()) << m.result.output;
+  const auto& r = row(m, "nan");
+  EXPECT_EQ(r.at("verdict"), "FAIL") << r.dump(2);
+  EXPECT_TRUE(r.at("detected").get<bool>()) << r.dump(2);
+  EXPECT_EQ(r.at("culprit_named"), "rank 1") << r.dump(2);
+  EXPECT_NE(r.at("note").get<std::string>().find("nan-check named rank 1, not rank 3"), std::string::npos) << r.dump(2);
+  EXPECT_FALSE(m.report.at("passed").get<bool>());
 }
 
 // Without the capability for a mount namespace the row is SKIPPED, with why, in every report;
-// never a PASS, and never a fill of the node's own /dev/shm. Root here, so CAP_SYS_ADMIN is
-// dropped from the matrix's bounding set (setpriv), as for an unprivileged user.
+// never a fill of the node's own /dev/shm, and the matrix is INCOMPLETE (exit 1), never a PASS.
+// Root here, so CAP_SYS_ADMIN is dropped from the matrix's bounding set (setpriv), as for an
+// unprivileged user.
 TEST(FaultMatrix, ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade) {
   Matrix m = run_matrix("shm-full-skip", {"--kinds", "shm-full", "--row-timeout", "120"}, 300,
                         {"/usr/bin/setpriv", "--bounding-set", "-sys_admin", "--"});
-  ASSERT_EQ(m.result.exit_code, 0) << m.result.output;
+  EXPECT_EQ(m.result.exit_code, 1) << m.result.output;
+  ASSERT_FALSE(m.report.is_null()) << m.result.output;
+  EXPECT_FALSE(m.report.at("passed").get<bool>()) << m.report.dump(2);
   const auto& r = row(m, "shm-full");
   EXPECT_EQ(r.at("verdict"), "SKIPPED") << r.dump(2);
   EXPECT_TRUE(r.at("skipped").get<bool>()) << r.dump(2);
@@ -128,7 +168,8 @@ TEST(FaultMatrix, ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade) {
   EXPECT_NE(r.at("note").get<std::string>().find("unshare(CLONE_NEWNS): Operation not permitted"), std::string::npos)
       << r.dump(2);
   EXPECT_FALSE(std::filesystem::exists(m.dir + "/out/shm-full")) << "the row's job ran";
-  EXPECT_NE(m.result.output.find("fault matrix: 1 rows, 0 failed, 1 skipped: PASS"), std::string::npos) << m.result.output;
+  EXPECT_NE(m.result.output.find("fault matrix: 1 rows, 0 failed, 1 skipped: INCOMPLETE"), std::string::npos)
+      << m.result.output;
   const std::string junit = read_file(m.dir + "/out/junit.xml");
   EXPECT_NE(junit.find("failures=\"0\" skipped=\"1\""), std::string::npos) << junit;
   EXPECT_NE(junit.find("<skipped message=\"needs a private /dev/shm"), std::string::npos) << junit;

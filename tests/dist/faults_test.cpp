@@ -478,7 +478,7 @@ TEST(Faults, LostStoreUnderTheCollectiveCheckBlamesTheStoreNotAPeer) {
 // failed attempt's keys there, and must come back bit-identical to a run without the fault.
 TEST(Faults, TorchrunRestartResumesBitIdentically) {
   const std::string torchrun = std::filesystem::path(DDX_PYTHON).parent_path() / "torchrun";
-  if (::access(torchrun.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << torchrun;  // reason: torchrun comes with the torch of DDX_PYTHON's environment, which this build was configured without
+  DDX_SKIP_IF_REFUSED(::access(torchrun.c_str(), X_OK) == 0 ? "" : "no " + torchrun);  // reason: torchrun comes with the torch of DDX_PYTHON's environment, which this build was configured without
   const std::vector<std::string> run = {"--strategy", "ddp", "--max-steps", "16", "--ckpt-freq", "5", "-e", "run"};
   std::vector<std::string> clean_args = run;
   clean_args.insert(clean_args.end(), {"--final-weights", "{dir}/final.safetensors"});
@@ -506,7 +506,7 @@ TEST(Faults, TorchrunRestartResumesBitIdentically) {
 // --- memory: a full /dev/shm is named, not a bare SIGBUS ---
 
 TEST(Faults, FullSharedMemoryIsNamedInsteadOfABareBusError) {
-  if (auto why = mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: the tiny /dev/shm needs a private mount namespace (root); see process_helpers.h
+  DDX_SKIP_IF_REFUSED(mount_namespace_refused());  // reason: the tiny /dev/shm needs a private mount namespace (root); see process_helpers.h
   // A 4 MiB tmpfs on /dev/shm in a namespace of this job only: the host's /dev/shm is never touched.
   const std::string dir = scratch_dir("faults", "shm-full");
   const std::string script = "mount -t tmpfs -o size=4m tmpfs /dev/shm && exec '" + std::string(DDX_BIN) +

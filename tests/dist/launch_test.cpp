@@ -249,7 +249,7 @@ TEST_F(LaunchTest, SigtermToLauncherStopsWorkers) {
 
 // --shm-size: the workers see a tmpfs of that size on /dev/shm; this process's /dev/shm is another.
 TEST_F(LaunchTest, ShmSizeGivesTheWorkersAPrivateDevShm) {
-  if (auto why = ddx::testing::mount_namespace_refused(); !why.empty()) GTEST_SKIP() << why;  // reason: --shm-size needs a private mount namespace (root); see process_helpers.h
+  DDX_SKIP_IF_REFUSED(ddx::testing::mount_namespace_refused());  // reason: --shm-size needs a private mount namespace (root); see process_helpers.h
   ChildProcess ddx({DDX_BIN, "launch", "--shm-size", "2m", "--", "/bin/df", "-k", "/dev/shm"}, {}, path("output.txt"));
   auto status = ddx.wait(30s);
   ASSERT_TRUE(status.has_value());

@@ -30,7 +30,7 @@ class MultiNode : public ::testing::Test {
     hosts_ = std::make_unique<SimulatedHosts>();
     // Why skip: simulated hosts need network and UTS namespaces (root); CI and the dev machines
     // are root and allow them, so these tests run there. The reason is the `ip` error itself.
-    if (!hosts_->refused().empty()) GTEST_SKIP() << hosts_->refused();
+    DDX_SKIP_IF_REFUSED(hosts_->refused());
     dir_ = scratch_dir("multinode", ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
 
@@ -203,7 +203,7 @@ TEST(SimulatedHostsTeardown, KillsEveryProcessAndRemovesBothNamespaces) {
   std::vector<pid_t> escaped;
   {
     SimulatedHosts hosts;
-    if (!hosts.refused().empty()) GTEST_SKIP() << hosts.refused();  // why: as in MultiNode::SetUp
+    DDX_SKIP_IF_REFUSED(hosts.refused());  // why: as in MultiNode::SetUp
     names = hosts.namespaces();
     const std::string dir = scratch_dir("multinode", "teardown");
     RunResult r = run_in(dir, hosts.on_host(1, {"/bin/sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & echo $!"}), {}, 30);

@@ -148,6 +148,30 @@ inline std::string mount_namespace_refused() {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "" : "unshare(CLONE_NEWNS) refused here";
 }
 
+// Tests that need root's namespaces skip where they are refused, so that an unprivileged
+// developer can run the suite. CI runs as root, and there a skip would hide a test that never
+// ran behind a green run: ci/test.sh sets DDX_REQUIRE_PRIVILEGED_TESTS=1 as root, and then a
+// refusal fails the test instead.
+inline bool privileged_tests_required() {
+  const char* v = std::getenv("DDX_REQUIRE_PRIVILEGED_TESTS");
+  return v && std::string(v) == "1";
+}
+
+}  // namespace ddx::testing
+
+// Skips the test (fails it under DDX_REQUIRE_PRIVILEGED_TESTS=1) when `refused` (an expression
+// giving why, "" when allowed) is not empty.
+#define DDX_SKIP_IF_REFUSED(refused)                                                                     \
+  do {                                                                                                   \
+    if (const std::string ddx_why = (refused); !ddx_why.empty()) {                                        \
+      if (::ddx::testing::privileged_tests_required())                                                   \
+        GTEST_FAIL() << "refused although DDX_REQUIRE_PRIVILEGED_TESTS=1 (CI runs as root): " << ddx_why; \
+      GTEST_SKIP() << ddx_why;                                                                           \
+    }                                                                                                    \
+  } while (0)
+
+namespace ddx::testing {
+
 // A fresh, empty folder under the build tree: <build>/test-scratch/<prefix>-<tag>-<pid>.
 inline std::string scratch_dir(const std::string& prefix, const std::string& tag) {
   std::string dir = std::string(DDX_BINARY_DIR) + "/test-scratch/" + prefix + "-" + tag + "-" + std::to_string(::getpid());

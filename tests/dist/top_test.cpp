@@ -225,7 +225,7 @@ TEST_F(TopTest, HostsOverSshAreParsedStrictly) {
 TEST_F(TopTest, TheTerminalViewInTmux) {
   // Why skip: the view is read the way a person sees it, through tmux. ci/bootstrap.sh installs
   // tmux, so CI runs this test; only a machine set up by hand without it skips.
-  if (std::system("command -v tmux >/dev/null 2>&1") != 0) GTEST_SKIP() << "tmux is not installed";
+  DDX_SKIP_IF_REFUSED(std::system("command -v tmux >/dev/null 2>&1") == 0 ? "" : "tmux is not installed");
   ASSERT_FALSE(start_job().is_null());
   const std::string sock = "ddx-top-test-" + std::to_string(::getpid());
   const std::string tmux = "tmux -u -L " + sock + " ";

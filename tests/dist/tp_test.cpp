@@ -100,13 +100,24 @@ TEST_F(TpTest, CheckpointsResumeAndLoadUnderOtherStrategies) {
   // Straight through, and stopped at step 3 then resumed: identical losses and weights.
   ASSERT_NO_FATAL_FAILURE(expect_resume_is_bit_identical(2, common, "ck"));
 
-  // The TP checkpoint resumes on one device, and that one resumes under TP at 4 ranks.
-  auto on_single = train(0, "on_single", {"-m", "debug-tp", "-b", "4", "-e", "ck", "--max-steps", "9", "--ckpt-freq", "3"});
+  // The TP checkpoint resumes on one device, and that one resumes under TP at 4 ranks; each
+  // continues the curve and the weights of a run that never stopped (rounding apart: the layouts
+  // sum in other orders, so the two_d_test tolerance, not bit identity).
+  ASSERT_EQ(train(2, "tp_straight", with({"--max-steps", "9", "--final-weights", weights("tp_straight")})).exit_code, 0);
+  auto on_single = train(0, "on_single", {"-m", "debug-tp", "-b", "4", "-e", "ck", "--max-steps", "9", "--ckpt-freq",
+                                          "3", "--final-weights", weights("on_single")});
   ASSERT_EQ(on_single.exit_code, 0) << on_single.output;
   EXPECT_NE(on_single.output.find("resuming from"), std::string::npos) << on_single.output;
-  auto on_tp4 = train(4, "on_tp4", with({"-e", "ck", "--max-steps", "12"}));
+  expect_same_run("tp_straight", "on_single", 1e-5, 6);
+
+  ASSERT_EQ(train(0, "single_straight", {"-m", "debug-tp", "-b", "4", "--max-steps", "12", "--final-weights",
+                                         weights("single_straight")})
+                .exit_code,
+            0);
+  auto on_tp4 = train(4, "on_tp4", with({"-e", "ck", "--max-steps", "12", "--final-weights", weights("on_tp4")}));
   ASSERT_EQ(on_tp4.exit_code, 0) << on_tp4.output;
   EXPECT_NE(on_tp4.output.find("resuming from"), std::string::npos) << on_tp4.output;
+  expect_same_run("single_straight", "on_tp4", 1e-5, 9);
 }
 
 // What one step of --strategy tp moves over the TP group, per op kind {calls, bytes}, written

@@ -4,6 +4,8 @@
 // schedule promises; a schedule that deadlocks or repeats a micro-batch must be named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ddx/errors.h"
 #include "train/pp_schedule.h"
 #include "train/pp_stages.h"
@@ -36,16 +38,52 @@ TEST(PipeSchedule, GpipeAndOneFOneBFinishOnEveryRankWithTheirActivationBounds) {
   }
 }
 
-TEST(PipeSchedule, InterleavedFinishesForEveryFittingShape) {
+// Megatron's interleaved 1F1B: rank r runs (p - r - 1) * 2 + (V - 1) * p warm-up forwards (all
+// m V when fewer), so it holds one more than that at most; and it walks micro-batches in groups
+// of p, chunk by chunk: forwards 0..p-1 are chunk 0 of micro-batches 0..p-1, the next p chunk 1.
+int interleaved_in_flight(int p, int v, int m, int r) { return std::min((p - r - 1) * 2 + (v - 1) * p + 1, m * v); }
+
+TEST(PipeSchedule, InterleavedFinishesForEveryFittingShapeWithMegatronsWarmupAndOrder) {
   for (int p = 1; p <= 4; ++p) {
     for (int v = 1; v <= 3; ++v) {
       for (int m = p; m <= 4 * p; m += p) {
         const ScheduleCheck c = check_schedules(find_schedule("interleaved-1f1b"), shape(p, v, m));
         ASSERT_TRUE(c.ok) << "p=" << p << " V=" << v << " m=" << m << ": " << c.problem;
-        for (int r = 0; r < p; ++r) EXPECT_LE(c.max_in_flight[r], m * v);
+        for (int r = 0; r < p; ++r) {
+          EXPECT_EQ(c.max_in_flight[r], interleaved_in_flight(p, v, m, r)) << "p=" << p << " V=" << v << " m=" << m
+                                                                          << " rank " << r;
+          PipeShape on_rank = shape(p, v, m);
+          on_rank.rank = r;
+          int forwards = 0;
+          for (const PipeAction& a : interleaved_1f1b_schedule(on_rank)) {
+            if (a.kind != PipeAction::Kind::Forward) continue;
+            const int group = forwards / (p * v), in_group = forwards % (p * v);
+            EXPECT_EQ(a.microbatch, group * p + in_group % p) << "forward " << forwards << " p=" << p << " V=" << v;
+            EXPECT_EQ(a.chunk, in_group / p) << "forward " << forwards << " p=" << p << " V=" << v;
+            ++forwards;
+          }
+          EXPECT_EQ(forwards, m * v);
+        }
       }
     }
   }
+}
+
+// The check above fails an "interleaved" schedule that runs in GPipe's order (every forward,
+// then every backward): its ranks hold all m V micro-batch chunks.
+PipeSchedule interleaved_in_gpipe_order(const PipeShape& s) {
+  PipeSchedule forwards, backwards;
+  for (const PipeAction& a : interleaved_1f1b_schedule(s)) (a.kind == PipeAction::Kind::Forward ? forwards : backwards).push_back(a);
+  forwards.insert(forwards.end(), backwards.begin(), backwards.end());
+  return forwards;
+}
+
+TEST(PipeSchedule, AnInterleavedScheduleInGpipeOrderIsToldApart) {
+  const ScheduleKind gpipe_order{"interleaved-gpipe-order", "", interleaved_in_gpipe_order, true, interleaved_bubble};
+  const ScheduleCheck c = check_schedules(gpipe_order, shape(4, 2, 8));
+  ASSERT_TRUE(c.ok) << c.problem;  // it runs...
+  EXPECT_EQ(c.max_in_flight[0], 16);
+  EXPECT_NE(c.max_in_flight[0], interleaved_in_flight(4, 2, 8, 0));  // ...but holds 16 chunks, not 11
 }
 
 // A rank that starts with a backward waits for a gradient no one sends until it has sent
