@@ -102,8 +102,11 @@ class TrainTest : public ::testing::Test {
   // per step in both runs, differently.)
   // Losses within `tol` (relative) at every step, final weights within `weight_tol` of the
   // largest weight. For float64 runs pass kFloat64SameRun's numbers.
+  // `grad_norm_tol` >= 0 compares every step's gradient norm too (relative): AdamW normalises a
+  // gradient scaled by a constant away, so a shard counted twice or a replicated gradient summed
+  // N times leaves the loss alone and shows only in the norm.
   void expect_same_run(const std::string& a, const std::string& b, double tol, size_t b_from = 0,
-                       double weight_tol = 1e-4) {
+                       double weight_tol = 1e-4, double grad_norm_tol = -1) {
     auto la = losses(a), lb = losses(b);
     ASSERT_EQ(la.size(), b_from + lb.size());
     ASSERT_FALSE(lb.empty());
@@ -111,6 +114,13 @@ class TrainTest : public ::testing::Test {
     for (size_t i = 0; i < lb.size(); ++i) {
       const double x = la[b_from + i], y = lb[i];
       EXPECT_LE(std::fabs(x - y) / std::fabs(x), tol) << "step " << b_from + i + 1 << ": " << x << " vs " << y;
+    }
+    if (grad_norm_tol >= 0) {
+      const auto ra = records(a), rb = records(b);
+      for (size_t i = 0; i < rb.size(); ++i) {
+        const double x = ra[b_from + i].at("grad_norm").get<double>(), y = rb[i].at("grad_norm").get<double>();
+        EXPECT_LE(std::fabs(x - y) / x, grad_norm_tol) << "step " << b_from + i + 1 << ": grad norm " << x << " vs " << y;
+      }
     }
     auto wa = models::read_safetensors_index(weights(a)), wb = models::read_safetensors_index(weights(b));
     ASSERT_EQ(wa.size(), wb.size());
