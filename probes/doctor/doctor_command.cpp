@@ -25,6 +25,7 @@
 #include "ddx/version.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_facts.h"
+#include "faults/faults.h"
 
 namespace ddx::cli {
 namespace {
@@ -37,8 +38,15 @@ struct DoctorFlags {
   double timeout_s = 60;
 };
 
+// This rank's wall clock, in ms; shifted by a clock-skew test fault (faults/kinds/doctor_skews.cpp),
+// since simulated hosts share one kernel clock.
 int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t skew = [] {
+    const faults::FaultSpec* s = faults::find("clock-skew");
+    return s ? s->int_param("ms", 0, -86400000, 86400000) : int64_t{0};
+  }();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count() +
+         skew;
 }
 
 std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
@@ -157,6 +165,11 @@ Subcommand add_doctor_command(CLI::App& app) {
             input.info = world->info();  // under mpiexec the master address is agreed in init
             input.save_dir = flags->save_dir;
             input.versions = version_report();
+            if (const faults::FaultSpec* skew = faults::find("version-skew")) {  // a test fault: one binary
+              for (auto& [component, version] : input.versions) {
+                if (component == "ddx") version += "+" + skew->text_param("text", "");
+              }
+            }
             for (auto& v : torch_versions()) {
               if (v.first != "gpus") input.versions.push_back(v);  // GPU counts may differ by host
             }
