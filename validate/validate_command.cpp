@@ -28,13 +28,16 @@ std::string log_name(const std::string& stage) {
 }
 
 // The command's own summary: the last line that starts (after any "[rank 0]: " prefix) with
-// the stage's marker and goes on with a count; else the log's last line.
+// the stage's marker and goes on with a count; else the first one-line error a rank printed
+// ("ddx: error: ..."), the cause, rather than the launcher's table after it; else the log's
+// last line.
 std::string summary_line(const std::string& path, const std::string& marker) {
   std::ifstream in(path);
-  std::string found, last;
+  std::string found, first_error, last;
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
     last = line;
+    if (const size_t e = line.find("ddx: error: "); first_error.empty() && e != std::string::npos) first_error = line.substr(e);
     const size_t at = line.find(marker);
     if (at != std::string::npos && at + marker.size() < line.size() &&
         std::isdigit(static_cast<unsigned char>(line[at + marker.size()])) != 0) {
@@ -43,7 +46,7 @@ std::string summary_line(const std::string& path, const std::string& marker) {
       found = line.substr(at);  // bandwidth: "# ddx probe bandwidth: OK (...)"
     }
   }
-  return found.empty() ? last : found;
+  return !found.empty() ? found : !first_error.empty() ? first_error : last;
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -73,8 +76,14 @@ void analyze_traces(const validate::ValidateOptions& o, validate::StageResult& r
   const std::string traces = o.out_dir + "/traces";
   if (!std::filesystem::exists(traces)) return;
   parity::run_process({parity::self_executable(), "analyze", traces}, {}, o.out_dir + "/analyze.log", 120);
-  const std::string verdict = summary_line(o.out_dir + "/analyze.log", "VERDICT: ");
-  if (verdict.rfind("VERDICT: ", 0) == 0) r.summary = verdict;
+  // The analyzer's one verdict line ("VERDICT: never-joined: rank 1 ...") becomes the summary.
+  std::ifstream log(o.out_dir + "/analyze.log");
+  for (std::string line; std::getline(log, line);) {
+    if (line.rfind("VERDICT: ", 0) == 0) {
+      r.summary = line;
+      break;
+    }
+  }
   r.artefacts.push_back("analyze.log");
 }
 

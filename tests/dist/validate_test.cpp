@@ -140,6 +140,47 @@ TEST(Validate, StartedAsARankOfALaunchedJobRefusesAndWritesNothing) {
   EXPECT_TRUE(has(single.output, "ddx: error: --expect warp-drive")) << single.output;
 }
 
+// A doctor FAIL (an interface that does not exist) stops validate at its first stage, with the
+// doctor's count; nothing after it runs.
+TEST(Validate, ADoctorFailStopsAtTheFirstStage) {
+  const std::string dir = scratch_dir("validate", "doctor-fail");
+  RunResult r = run_in(dir, validate(dir + "/report"), {{"GLOO_SOCKET_IFNAME", "nosuch1"}}, 120);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
+  const auto& stages = report["stages"];
+  EXPECT_FALSE(stages[0]["passed"].get<bool>()) << stages[0].dump();
+  EXPECT_TRUE(has(stages[0]["summary"].get<std::string>(), "doctor: 15 checks: ")) << stages[0].dump();
+  EXPECT_TRUE(has(stages[0]["summary"].get<std::string>(), " 2 FAIL")) << stages[0].dump();
+  for (size_t i = 1; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
+}
+
+// --keep-going runs every stage after a FAIL. A rank that stops issuing collectives at step 3
+// (hang@rank=1,step=3, in every stage's environment): the stages without training steps pass,
+// the parity stage's single-device baseline refuses a fault on rank 1 (its one line is the
+// summary), and the burn-in hangs: its 60 s collective timeout dumps every rank's flight
+// recorder into <out>/traces and `ddx analyze` names rank 1 in the stage's summary.
+TEST(Validate, KeepGoingRunsEveryStageAndAHungBurnInIsNamedByTheAnalyzer) {
+  const std::string dir = scratch_dir("validate", "hung-burn-in");
+  auto argv = validate(dir + "/report");
+  argv.push_back("--keep-going");
+  RunResult r = run_in(dir, argv, {{"DDX_FAULT", "hang@rank=1,step=3"}}, 500);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
+  const auto& stages = report["stages"];
+  ASSERT_EQ(stages.size(), 6u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(stages[i]["passed"].get<bool>()) << stages[i].dump();
+  EXPECT_FALSE(stages[4]["passed"].get<bool>()) << stages[4].dump();  // parity
+  EXPECT_TRUE(has(stages[4]["summary"].get<std::string>(), "ddx: error: DDX_FAULT 'hang@rank=1,step=3': rank 1 is outside"))
+      << stages[4].dump();
+  EXPECT_TRUE(stages[5]["ran"].get<bool>()) << stages[5].dump();  // burn-in, after the FAIL
+  EXPECT_FALSE(stages[5]["passed"].get<bool>()) << stages[5].dump();
+  EXPECT_EQ(stages[5]["summary"].get<std::string>().rfind("VERDICT: never-joined: rank 1 never joined all_reduce", 0), 0u)
+      << stages[5].dump();
+  EXPECT_LT(stages[5]["seconds"].get<double>(), 200) << "the burn-in's 60 s collective timeout, not the stage's 240 s";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/report/traces/ddx-fr-rank0.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/report/analyze.log"));
+}
+
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
   const std::string dir = scratch_dir("validate", "planted");
   RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_FAULT", "corrupt-collective@rank=1"}}, 300);
