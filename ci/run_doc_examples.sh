@@ -128,9 +128,10 @@ skip a planted bug: the suite fails by design (the parity self-test checks it)	D
 cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
 full	ddx fault matrix
 full	ddx fault matrix --strategy fsdp --kinds kill,hang,ckpt-corrupt --out fm-fsdp
-full	ddx fault matrix --strategy 2d -m debug-tp -- --tp 2
+full	ddx fault matrix --strategy 2d -m debug-tp --kinds kill,hang,mismatch,ckpt-corrupt -- --tp 2
 full 1	ddx fault matrix --kinds nan --without nan-check
-full 1	ddx fault matrix --kinds nan,bitflip --without nan-check,replica-check --out fm-self-test
+full 1	ddx fault matrix --kinds nan,bitflip,mismatch,straggler --without 'nan-check,replica-check,collective check,straggler warning' --out fm-self-test
+full 1	ddx fault matrix --kinds kill --out fm-wrong-resume -- --fault ckpt-corrupt@rank=0,step=10
 skip a SLURM cluster with 8 GPUs per node	srun --nodes 1 --ntasks 1 --gpus-per-node 8 --cpus-per-task 32 ddx fault matrix -np 8 --strategy fsdp --out fault-matrix-$SLURM_JOB_ID -- --device cuda
 skip a SLURM cluster with 8 GPUs per node	srun ddx fault matrix -np 8 --strategy ddp --out "fault-matrix-$SLURM_JOB_ID" -- --device cuda
 skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --ntasks-per-node 1 --gpus-per-node 8 bash -c 'ddx fault matrix --nnodes 2 --node-rank $SLURM_NODEID --master-addr $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1) --master-port 29500 -np 8 --out /shared/fault-matrix-$SLURM_JOB_ID -- --device cuda'

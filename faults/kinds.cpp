@@ -30,6 +30,7 @@ const Kind& scale_grad_element_kind();
 const Kind& lr_scale_kind();
 const Kind& fsdp_double_divide_kind();
 const Kind& tp_no_input_reduce_kind();
+const Kind& sp_no_replicated_reduce_kind();
 const Kind& pp_double_microbatch_kind();
 const Kind& host_memory_kind();
 const Kind& clock_skew_kind();
@@ -46,7 +47,7 @@ const std::vector<const Kind*>& kinds() {
       &local_mean_kind(),
       &scale_grad_kind(),  &scale_grad_element_kind(), &lr_scale_kind(),
       &skip_bucket_kind(), &fsdp_double_divide_kind(),
-      &tp_no_input_reduce_kind(), &pp_double_microbatch_kind(), &host_memory_kind(),
+      &tp_no_input_reduce_kind(), &sp_no_replicated_reduce_kind(), &pp_double_microbatch_kind(), &host_memory_kind(),
       &clock_skew_kind(),  &version_skew_kind()};
   return all;
 }

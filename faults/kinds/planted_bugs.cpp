@@ -68,6 +68,13 @@ const Kind& tp_no_input_reduce_kind() {
   return kind;
 }
 
+const Kind& sp_no_replicated_reduce_kind() {
+  static const PlantedBug kind("sp-no-replicated-reduce",
+                               "under sequence parallelism, leave out the TP-group sum of the replicated parameters' "
+                               "gradients (norms, biases), each rank keeping its sequence slice's part");
+  return kind;
+}
+
 const Kind& pp_double_microbatch_kind() {
   static const PlantedBug kind("pp-double-microbatch",
                                "the pipeline's last stage runs micro-batch 0's backward twice (its gradient counted twice)");

@@ -14,15 +14,23 @@ namespace ddx::faults::matrix {
 class NodeLink;  // matrix_nodes.h
 
 // One line of the matrix: adding a fault kind to the matrix adds one of these.
-// In `faults` and `culprit`, {rank} is the faulted rank, {step} the fault step and {ckpt} the
-// last checkpoint step before it.
+// In `faults`, `culprit` and `resumes_from`, {rank} is the faulted rank, {step} the fault step,
+// {ckpt} the last checkpoint step before it and {prev} the checkpoint step before that one.
 struct RowSpec {
   std::string kind;
   std::string job;       // "train": the training job; "pairs": the pairwise bandwidth probe
   std::string faults;    // --fault specs (DDX_FAULT for the probe), several separated by ';'
   std::string detector;  // the detector (detectors()) that must name the culprit
   std::string culprit;   // what it must name: "rank {rank}", "checkpoint step {ckpt}"
+  // How the launcher must say the culprit ended ("SIGKILL", "exit 3"): a rank that died some
+  // other way is another failure than the one injected. Empty for the other detectors.
+  std::string how;
   bool recovers;         // run with --max-restarts 1: must resume and end bit-identical to the reference
+  // With recovers: the checkpoint step the restarted job must resume from ("0": from scratch;
+  // "{last}": the newest checkpoint the job wrote before it failed, for a fault noticed late).
+  // A restart from scratch, or from another checkpoint, also ends bit-identical on this
+  // deterministic job, so the curve alone cannot tell a resume that works from one that does not.
+  std::string resumes_from = "";
   // Non-empty: the job gets a private /dev/shm of this size (ddx launch --shm-size), so a fault
   // that fills it never touches the node's own; where that is refused the row is SKIPPED.
   std::string shm_size = "";
@@ -71,6 +79,7 @@ struct Finding {
   std::string culprit;
   double at_s = -1;
   std::string evidence;  // the line (or verdict) it was read from
+  std::string how;       // the launcher's: how the rank ended ("SIGKILL", "exit 3")
 };
 
 // A detector as the matrix sees it: the `ddx train` flags that turn it on (empty: always on)
@@ -94,7 +103,9 @@ struct RowResult {
   bool detected = false;                 // the expected detector fired
   std::string culprit_expected;
   std::string culprit_named;
-  bool culprit_correct = false;
+  bool culprit_correct = false;          // the right culprit, ended the right way
+  std::string how_expected;              // the launcher rows': "SIGKILL", "exit 3"
+  std::string how_named;
   double seconds_to_diagnosis = -1;      // from the fault's own log line to the detector's
   int leftover_processes = 0;
   bool checkpoints_apply = true;         // false for the probe, which writes none
@@ -103,6 +114,9 @@ struct RowResult {
   bool recovery_applies = false;
   bool recovered = false;
   bool bit_identical = false;
+  bool compared = false;                 // a reference existed to compare the recovered run with
+  std::string resume_expected;           // the checkpoint step the restart must resume from
+  std::string resumed_from;              // where it did ("0": from scratch; "": no restart)
   std::string recovery_note;
   bool passed = false;
   bool skipped = false;                  // not run here (note: why); never a PASS
@@ -122,6 +136,9 @@ struct Reference {
   std::string weights_path;
   double seconds = 0;
   std::string log;
+  // Non-empty: ddx train refused the job's flags (a usage error, not a fault): why, naming the
+  // rows whose detector flag the strategy refuses. The matrix then stops as a usage error.
+  std::string refused;
 };
 
 // Running jobs (matrix_job.cpp). row_faults: the row's fault specs for these options.

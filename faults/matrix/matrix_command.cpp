@@ -116,6 +116,8 @@ int run_matrix(fm::Options& o) {
   std::printf("[ref] clean reference run ...\n");
   std::fflush(stdout);
   const fm::Reference reference = fm::run_reference(o, rows);
+  // Every row's job would be refused the same way: say so once instead of failing each row.
+  if (!reference.refused.empty()) throw UsageError(reference.refused + " (log: " + reference.log + ")");
   const std::string judged = o.node_rank == 0 ? std::to_string(reference.curve.size()) + " steps" : "judged by node 0";
   std::printf("[ref] %s (%.1f s, %s)%s%s\n", reference.ok ? "PASS" : "FAIL", reference.seconds, judged.c_str(),
               reference.ok ? "" : ": ", reference.note.c_str());
@@ -168,10 +170,15 @@ Subcommand add_fault_matrix_command(CLI::App& fault) {
   cmd->add_flag("-n", *np_marker)->group("");
   cmd->add_option("--strategy", o->strategy, "ddx train --strategy of every job")->capture_default_str();
   cmd->add_option("-m,--model", o->model, "ddx train --model of every job")->capture_default_str();
-  cmd->add_option("--kinds", o->kinds, "Only these rows (comma-separated): " + kind_names())->delimiter(',');
+  // One comma-separated value each: a list option that took several words would swallow the
+  // `--` before the ddx train arguments (`--kinds kill -- --tp 2` was refused as an unknown --tp).
+  cmd->add_option("--kinds", o->kinds, "Only these rows (comma-separated): " + kind_names())
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--without", o->without,
                   "Leave these detectors' flags out (the self-test: their rows must FAIL): " + switchable_detectors())
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--out", o->out_dir, "Folder for the reports and every job's folder")->capture_default_str();
   cmd->add_option("--fault-rank", o->fault_rank, "Rank the faults target (default: the last)");
   cmd->add_option("--fault-step", o->fault_step, "Step the faults fire at")->check(CLI::Range(1, 1000000))->capture_default_str();

@@ -64,8 +64,31 @@ double failure_time(const std::string& line) {
   return h * 3600.0 + m * 60.0 + sec;
 }
 
-// The launcher: the rank its failure line names as the first to fail ("attempt 1 failed: rank 3
-// SIGKILL ..." when it restarts, "Root cause: rank 3 ..." in the failure table when it does not).
+// How the launcher says a rank ended, cut to its signal or exit code: "SIGKILL (signal 9) at
+// 14:20:01.1 UTC; restarting ..." and "exit 3; restarting ..." give "SIGKILL" and "exit 3".
+std::string launcher_status(const std::string& text) {
+  size_t end = text.size();
+  for (const char* stop : {" (signal ", " at ", ";"}) end = std::min(end, text.find(stop));
+  std::string status = text.substr(0, end);
+  while (!status.empty() && std::isspace(static_cast<unsigned char>(status.back())) != 0) status.pop_back();
+  return status;
+}
+
+// The status after the rank of a failure line: "attempt 1 failed: rank 3 SIGKILL ..." or
+// "Root cause: rank 3 (local rank 3) on host, pid 9: SIGKILL (signal 9)".
+std::string status_after_rank(const std::string& text, size_t rank_at) {
+  const size_t pid = text.find(", pid ", rank_at);
+  if (pid != std::string::npos) {
+    const size_t colon = text.find(": ", pid);
+    return colon == std::string::npos ? "" : launcher_status(text.substr(colon + 2));
+  }
+  size_t pos = text.find(' ', rank_at + 5);  // past "rank N"
+  return pos == std::string::npos ? "" : launcher_status(text.substr(pos + 1));
+}
+
+// The launcher: the rank its failure line names as the first to fail, and how it ended
+// ("attempt 1 failed: rank 3 SIGKILL ..." when it restarts, "Root cause: rank 3 ...: SIGKILL" in
+// the failure table when it does not).
 // Across nodes every node's launcher names its own first failure, with when it happened: the
 // earliest is the job's (a rank of another node fails only after the culprit did).
 Finding launcher(const JobEvidence& job) {
@@ -78,10 +101,11 @@ Finding launcher(const JobEvidence& job) {
     const std::string culprit = ranks_at(line.text, at + marker.size());
     const double when = failure_time(line.text);
     if (culprit.empty() || (restart.fired && (when < 0 || first < 0 || when >= first))) continue;
-    restart = {true, culprit, line.at_s, line.text};
+    restart = {true, culprit, line.at_s, line.text, status_after_rank(line.text, at + marker.size())};
     first = when;
   }
   Finding table = first_ranks_after(job, "Root cause: ");
+  if (table.fired) table.how = status_after_rank(table.evidence, table.evidence.find("Root cause: ") + 12);
   if (restart.fired && (!table.fired || restart.at_s <= table.at_s)) return restart;
   return table;
 }

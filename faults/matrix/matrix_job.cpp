@@ -73,7 +73,8 @@ std::string substitute(std::string text, const Options& o) {
   const std::vector<std::pair<std::string, std::string>> values = {
       {"{rank}", std::to_string(fault_rank(o))},
       {"{step}", std::to_string(o.fault_step)},
-      {"{ckpt}", std::to_string(checkpoint_step(o))}};
+      {"{ckpt}", std::to_string(checkpoint_step(o))},
+      {"{prev}", std::to_string(std::max(checkpoint_step(o) - o.ckpt_freq, 0))}};
   for (const auto& [key, value] : values) {
     for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
       text.replace(at, key.size(), value);
@@ -291,30 +292,60 @@ bool restarted(const JobEvidence& job) {
   });
 }
 
-// Where the restarted run resumed ("resuming from .../step_000000010 at step 10").
+// Where the restarted run resumed ("resuming from .../step_000000010 at step 10"): the step, or
+// "0" when the attempt after the restart found no checkpoint and started from scratch.
 std::string resumed_at(const JobEvidence& job) {
-  for (const TimedLine& line : job.lines) {
-    const size_t at = line.text.find("resuming from ");
+  const auto restart = std::find_if(job.lines.begin(), job.lines.end(), [](const TimedLine& l) {
+    return l.text.find("ddx launch: attempt 1 failed: ") != std::string::npos;
+  });
+  for (auto line = restart; line != job.lines.end(); ++line) {
+    const size_t at = line->text.find("resuming from ");
     if (at == std::string::npos) continue;
-    const size_t step = line.text.rfind(" at step ");
-    if (step != std::string::npos && step > at) return line.text.substr(step + 9);
+    const size_t step = line->text.rfind(" at step ");
+    if (step != std::string::npos && step > at) return line->text.substr(step + 9);
   }
-  return "";
+  return "0";
 }
 
-// The recovered run against the reference: every step's loss and the final weights, exactly.
-void judge_recovery(const Job& job, const Reference& reference, RowResult& r) {
+// The newest checkpoint the first attempt wrote before it failed ("checkpoint .../step_000000015"):
+// where a fault noticed only some steps after it fired must resume ({last} in a row).
+std::string last_checkpoint_before_failure(const JobEvidence& job) {
+  long newest = 0;
+  for (const TimedLine& l : job.lines) {
+    if (l.text.find("ddx launch: attempt 1 failed: ") != std::string::npos) break;
+    const size_t at = l.text.find(" checkpoint ");
+    const size_t step = at == std::string::npos ? std::string::npos : l.text.rfind("/step_");
+    if (step == std::string::npos || step < at) continue;
+    char* end = nullptr;
+    const long n = std::strtol(l.text.c_str() + step + 6, &end, 10);
+    if (end != l.text.c_str() + step + 6 && *end == '\0') newest = std::max(newest, n);
+  }
+  return std::to_string(newest);
+}
+
+// The recovered run against the reference: resumed from the checkpoint the row expects, then
+// every step's loss and the final weights, exactly.
+void judge_recovery(const Job& job, const RowSpec& spec, const Options& o, const Reference& reference, RowResult& r) {
   r.recovered = job.outcome.exit_code == 0 && restarted(job.evidence);
   if (job.outcome.exit_code != 0) {
     r.recovery_note = "did not come back";
     return;
   }
-  const std::string from = resumed_at(job.evidence);
-  r.recovery_note = !r.recovered ? "finished without a restart" : from.empty() ? "restarted from scratch" : "resumed at step " + from;
+  r.resume_expected = spec.resumes_from == "{last}" ? last_checkpoint_before_failure(job.evidence)
+                                                   : substitute(spec.resumes_from, o);
+  r.resumed_from = r.recovered ? resumed_at(job.evidence) : "";
+  r.recovery_note = !r.recovered           ? "finished without a restart"
+                    : r.resumed_from == "0" ? "restarted from scratch"
+                                            : "resumed at step " + r.resumed_from;
+  const bool right_checkpoint = r.resumed_from == r.resume_expected;
+  if (r.recovered && !right_checkpoint) {
+    r.recovery_note += ", not from " + (r.resume_expected == "0" ? std::string("scratch") : "the checkpoint of step " + r.resume_expected);
+  }
   if (!reference.ok) {
     r.recovery_note += "; no reference to compare with";
     return;
   }
+  r.compared = true;
   // Compared even without a restart: a fault nothing caught shows here as a silent difference.
   const auto curve = read_curve(job.evidence.dir + "/metrics.jsonl");
   if (curve != reference.curve) {
@@ -331,7 +362,7 @@ void judge_recovery(const Job& job, const Reference& reference, RowResult& r) {
     r.recovery_note += "; final weights differ from the reference";
     return;
   }
-  r.bit_identical = r.recovered;
+  r.bit_identical = r.recovered && right_checkpoint;
   r.recovery_note += "; loss curve and final weights bit-identical";
 }
 
@@ -343,6 +374,7 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
     if (&d == expected) {
       r.detected = true;
       r.culprit_named = f.culprit;
+      r.how_named = f.how;
       r.seconds_to_diagnosis = seconds_to_diagnosis(job.evidence, r, f);
       r.detected_by.insert(r.detected_by.begin(), d.name);
     } else {
@@ -350,14 +382,20 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
     }
   }
   r.culprit_expected = substitute(spec.culprit, o);
-  r.culprit_correct = r.detected && r.culprit_named == r.culprit_expected;
+  r.how_expected = spec.how;
+  const bool right_way = spec.how.empty() || r.how_named == spec.how;
+  r.culprit_correct = r.detected && r.culprit_named == r.culprit_expected && right_way;
   if (r.checkpoints_apply) std::tie(r.checkpoints_intact, r.checkpoints_note) = check_checkpoints(save_dir(o, job.evidence.dir));
-  if (r.recovery_applies) judge_recovery(job, reference, r);
+  if (r.recovery_applies) judge_recovery(job, spec, o, reference, r);
 
   std::vector<std::string> why;
   if (job.outcome.timed_out) why.push_back("timed out after " + seconds_text(o.row_timeout_s) + " s");
   if (!r.detected) why.push_back(spec.detector + " did not fire");
-  if (r.detected && !r.culprit_correct) why.push_back(spec.detector + " named " + r.culprit_named + ", not " + r.culprit_expected);
+  if (r.detected && r.culprit_named != r.culprit_expected) why.push_back(spec.detector + " named " + r.culprit_named + ", not " + r.culprit_expected);
+  if (r.detected && r.culprit_named == r.culprit_expected && !right_way) {
+    why.push_back(spec.detector + " saw " + r.culprit_named + " end by " + (r.how_named.empty() ? "?" : r.how_named) +
+                  ", not " + spec.how + " as the fault does");
+  }
   if (r.leftover_processes > 0) why.push_back(std::to_string(r.leftover_processes) + " process(es) left behind");
   if (r.checkpoints_apply && !r.checkpoints_intact) why.push_back("checkpoints: " + r.checkpoints_note);
   if (r.recovery_applies && !r.bit_identical) why.push_back("recovery: " + r.recovery_note);
@@ -368,6 +406,29 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
 }
 
 }  // namespace
+
+// ddx train's own usage error in a job's console ("ddx: error: --nan-check: --strategy 2d does
+// not expose ..."), as the rows that asked for the refused flag: the options, not a fault, are wrong.
+std::string refused_flags(const JobEvidence& job, const Options& o, const std::vector<RowSpec>& rows) {
+  const std::string tag = "ddx: error: ";
+  for (const TimedLine& l : job.lines) {
+    const size_t at = l.text.find(tag);
+    if (at == std::string::npos) continue;
+    const std::string error = l.text.substr(at + tag.size());
+    std::vector<std::string> kinds;
+    for (const RowSpec& row : rows) {
+      const Detector* d = find_detector(row.detector);
+      if (!d) continue;
+      for (const std::string& flag : d->flags) {
+        if (flag.rfind("--", 0) == 0 && error.rfind(flag + ":", 0) == 0) kinds.push_back(row.kind);
+      }
+    }
+    if (kinds.empty()) return "ddx train refused the job's flags: " + error;
+    return "--strategy " + o.strategy + " cannot run the row(s) " + join(kinds, ", ") + " (ddx train: " + error +
+           "); leave them out with --kinds";
+  }
+  return "";
+}
 
 Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
   Reference ref;
@@ -382,6 +443,7 @@ Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
     const auto verdict = nlohmann::json::parse(share_verdict(o, "reference", ""));
     ref.ok = verdict.at("ok").get<bool>();
     ref.note = verdict.at("note").get<std::string>();
+    ref.refused = verdict.value("refused", "");
     return ref;
   }
   ref.curve = read_curve(dir + "/metrics.jsonl");
@@ -396,7 +458,8 @@ Reference run_reference(const Options& o, const std::vector<RowSpec>& rows) {
   if (job.leftover > 0) why.push_back(std::to_string(job.leftover) + " process(es) left behind");
   ref.ok = why.empty();
   ref.note = join(why, "; ");
-  share_verdict(o, "reference", nlohmann::json({{"ok", ref.ok}, {"note", ref.note}}).dump());
+  if (job.outcome.exit_code != 0) ref.refused = refused_flags(job.evidence, o, rows);
+  share_verdict(o, "reference", nlohmann::json({{"ok", ref.ok}, {"note", ref.note}, {"refused", ref.refused}}).dump());
   return ref;
 }
 

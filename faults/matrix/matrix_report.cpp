@@ -14,9 +14,12 @@ namespace {
 
 std::string number_or_all(int value) { return value < 0 ? "all" : std::to_string(value); }
 
+// "bit-identical@10": equal to the reference after resuming from the checkpoint of step 10.
 std::string recovery_cell(const RowResult& r) {
   if (!r.recovery_applies) return "-";
-  if (r.bit_identical) return "bit-identical";
+  if (r.bit_identical) return "bit-identical@" + r.resumed_from;
+  if (r.recovered && r.resumed_from != r.resume_expected) return "from " + r.resumed_from + ", not " + r.resume_expected;
+  if (r.recovered && !r.compared) return "yes, unjudged";  // the reference run failed
   return r.recovered ? "yes, differs" : "no";
 }
 
@@ -29,7 +32,7 @@ std::string format(const char* fmt, const std::string& a, const std::string& b, 
   return buf;
 }
 
-constexpr const char* kRow = "%-18s %4s %4s  %-8s %-17s %-24s %6s %4s  %-6s %-13s %s";
+constexpr const char* kRow = "%-18s %4s %4s  %-8s %-17s %-24s %6s %4s  %-6s %-16s %s";
 
 }  // namespace
 
@@ -45,7 +48,9 @@ std::string table_row(const RowResult& r) {
   }
   char seconds[32] = "-";
   if (r.seconds_to_diagnosis >= 0) std::snprintf(seconds, sizeof(seconds), "%.1f", r.seconds_to_diagnosis);
-  const std::string culprit = !r.detected ? "-" : r.culprit_named + (r.culprit_correct ? " (yes)" : " (NO)");
+  // The launcher's rows show how the rank ended too: "rank 3 SIGKILL (yes)".
+  const std::string named = r.culprit_named + (r.how_named.empty() ? "" : " " + r.how_named);
+  const std::string culprit = !r.detected ? "-" : named + (r.culprit_correct ? " (yes)" : " (NO)");
   std::string line = format(kRow, r.kind, number_or_all(r.rank), number_or_all(r.step), r.detected ? "yes" : "no",
                             r.detected ? r.expected_detector : "-", culprit, seconds,
                             std::to_string(r.leftover_processes), !r.checkpoints_apply ? "-" : r.checkpoints_intact ? "intact" : "BAD",
@@ -92,6 +97,8 @@ void write_reports(const Options& o, const Reference& reference, const std::vect
                     {"culprit_expected", r.culprit_expected},
                     {"culprit_named", r.culprit_named},
                     {"culprit_correct", r.culprit_correct},
+                    {"how_expected", r.how_expected.empty() ? json(nullptr) : json(r.how_expected)},
+                    {"how_named", r.how_named.empty() ? json(nullptr) : json(r.how_named)},
                     {"seconds_to_diagnosis", r.seconds_to_diagnosis < 0 ? json(nullptr) : json(r.seconds_to_diagnosis)},
                     {"leftover_processes", r.leftover_processes},
                     {"checkpoints_intact", r.checkpoints_apply ? json(r.checkpoints_intact) : json(nullptr)},
@@ -99,6 +106,8 @@ void write_reports(const Options& o, const Reference& reference, const std::vect
                     {"recovery_applies", r.recovery_applies},
                     {"recovered", r.recovered},
                     {"bit_identical", r.bit_identical},
+                    {"resume_expected", r.resume_expected.empty() ? json(nullptr) : json(std::stoll(r.resume_expected))},
+                    {"resumed_from", r.resumed_from.empty() ? json(nullptr) : json(std::stoll(r.resumed_from))},
                     {"recovery", r.recovery_note},
                     {"exit_code", r.exit_code},
                     {"timed_out", r.timed_out},

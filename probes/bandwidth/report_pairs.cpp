@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "bandwidth/report.h"
+#include "ddx/text.h"
 
 namespace ddx::bw {
 namespace {
@@ -84,8 +85,13 @@ std::string pairs_text(const PairReport& r, const BandwidthOptions& o) {
     }
   }
   out << fmt("# Out of bounds values : %lld %s\n", static_cast<long long>(r.wrong), r.wrong ? "FAILED" : "OK");
-  out << fmt("# ddx probe bandwidth --pairs: %s (%zu links, %zu slow, %zu slow ranks)\n",
-             exit_code(r) ? "FAILED" : "OK", r.pairs.size(), r.slow_links.size(), r.slow_ranks.size());
+  // The last line is what `ddx validate` shows for the stage: it names the slow ranks.
+  std::vector<int> slow;
+  for (const auto& rank_gbs : r.slow_ranks) slow.push_back(rank_gbs.first);
+  std::sort(slow.begin(), slow.end());
+  out << fmt("# ddx probe bandwidth --pairs: %s (%zu links, %zu slow, %zu slow ranks%s)\n",
+             exit_code(r) ? "FAILED" : "OK", r.pairs.size(), r.slow_links.size(), r.slow_ranks.size(),
+             slow.empty() ? "" : (": " + ranks_text(slow)).c_str());
   return out.str();
 }
 

@@ -71,6 +71,28 @@ std::string planted_culprit(const nlohmann::json& r) {
   return "rank " + value("rank");
 }
 
+// How the launcher must say a process fault's rank ended, from what each fault does
+// (faults/kinds/*.cpp): a signal, or the exit code it was given; "" where another detector judges.
+std::string planted_ending(const nlohmann::json& r) {
+  const std::string kind = r.at("kind").get<std::string>();
+  if (kind == "kill" || kind == "ckpt-torn") return "SIGKILL";
+  if (kind == "segfault") return "SIGSEGV";
+  // An uncaught exception (std::bad_alloc for oom, a filesystem error for disk-full) ends in
+  // std::terminate, after the rank's error report.
+  if (kind == "abort" || kind == "oom" || kind == "disk-full") return "SIGABRT";
+  if (kind == "exit") return "exit " + r.at("faults").at(0).get<std::string>().substr(r.at("faults").at(0).get<std::string>().find("code=") + 5);
+  return "";
+}
+
+// The checkpoint a recovered row must resume from: the last one before the fault at step 13
+// (every 5 steps: 10), or the one before it where the fault spoiled that one. A lost store is
+// noticed only when the ranks next use it: from the last checkpoint written before that (-1).
+int expected_resume(const nlohmann::json& r) {
+  const std::string kind = r.at("kind").get<std::string>();
+  if (kind == "store-loss") return -1;
+  return kind == "ckpt-torn" || kind == "ckpt-corrupt" || kind == "disk-full" ? 5 : 10;
+}
+
 TEST(FaultMatrix, EveryRowPassesOnDdp) {
   // shm-full needs a private /dev/shm (root): without one the matrix is INCOMPLETE (the test below).
   DDX_SKIP_IF_REFUSED(mount_namespace_refused());
@@ -93,7 +115,13 @@ TEST(FaultMatrix, EveryRowPassesOnDdp) {
     EXPECT_EQ(r.at("leftover_processes"), 0) << r.dump(2);
     // null: the row's job writes no checkpoints (the pairwise probe).
     EXPECT_NE(r.at("checkpoints_intact"), false) << r.dump(2);
-    if (r.at("recovery_applies").get<bool>()) EXPECT_TRUE(r.at("bit_identical").get<bool>()) << r.dump(2);
+    if (r.at("recovery_applies").get<bool>()) {
+      EXPECT_TRUE(r.at("bit_identical").get<bool>()) << r.dump(2);
+      if (expected_resume(r) >= 0) EXPECT_EQ(r.at("resume_expected"), expected_resume(r)) << r.dump(2);
+      if (expected_resume(r) < 0) EXPECT_GE(r.at("resume_expected").get<int>(), 10) << r.dump(2);
+      EXPECT_EQ(r.at("resumed_from"), r.at("resume_expected")) << r.dump(2);
+    }
+    if (r.at("expected_detector") == "launcher") EXPECT_EQ(r.at("how_named"), planted_ending(r)) << r.dump(2);
   }
   EXPECT_EQ(row(m, "kill").at("culprit_named"), "rank 3");
   EXPECT_EQ(row(m, "hang").at("expected_detector"), "watchdog+analyzer");
@@ -135,20 +163,59 @@ TEST(FaultMatrix, ADisabledDetectorFailsItsRowAndTheMatrix) {
   EXPECT_NE(read_file(m.dir + "/out/junit.xml").find("failures=\"4\""), std::string::npos);
 }
 
-// The wrong-culprit path: a detector that fires but names another rank fails the row. A second
-// NaN planted on rank 1 at step 2 (in every job, after --) makes the nan-check name rank 1
-// before the row's own fault on rank 3 fires; the same fault also fails the clean reference.
-TEST(FaultMatrix, ADetectorNamingAnotherRankFailsTheRow) {
-  Matrix m = run_matrix("wrong-culprit", {"--kinds", "nan", "--row-timeout", "120", "--", "--fault", "nan@rank=1,step=2"},
-                        300);
+// One row run with a second fault planted in every job (after --), which must make that row,
+// and so the matrix, FAIL: returns the row's report.
+nlohmann::json failed_row(const std::string& tag, const std::string& kind, const std::string& second_fault) {
+  Matrix m = run_matrix(tag, {"--kinds", kind, "--row-timeout", "120", "--", "--fault", second_fault}, 300);
   EXPECT_EQ(m.result.exit_code, 1) << m.result.output;
-  ASSERT_FALSE(m.report.is_null()) << m.result.output;
-  const auto& r = row(m, "nan");
+  if (m.report.is_null()) {
+    ADD_FAILURE() << m.result.output;
+    return nlohmann::json::object();
+  }
+  EXPECT_FALSE(m.report.at("passed").get<bool>());
+  const nlohmann::json r = row(m, kind);
   EXPECT_EQ(r.at("verdict"), "FAIL") << r.dump(2);
+  return r;
+}
+
+// The wrong-culprit path: a detector that fires but names another rank fails the row. A second
+// NaN planted on rank 1 at step 2 makes the nan-check name rank 1 before the row's own fault on
+// rank 3 fires; the same fault also fails the clean reference.
+TEST(FaultMatrix, ADetectorNamingAnotherRankFailsTheRow) {
+  const nlohmann::json r = failed_row("wrong-culprit", "nan", "nan@rank=1,step=2");
+  ASSERT_FALSE(r.empty());
   EXPECT_TRUE(r.at("detected").get<bool>()) << r.dump(2);
   EXPECT_EQ(r.at("culprit_named"), "rank 1") << r.dump(2);
   EXPECT_NE(r.at("note").get<std::string>().find("nan-check named rank 1, not rank 3"), std::string::npos) << r.dump(2);
-  EXPECT_FALSE(m.report.at("passed").get<bool>());
+}
+
+// The launcher must name how the rank ended: rank 3 exiting with code 1 at step 12 before the
+// row's SIGKILL at step 13 is another failure than the one injected.
+TEST(FaultMatrix, ARankEndingAnotherWayThanTheFaultFailsTheRow) {
+  const nlohmann::json r = failed_row("wrong-ending", "kill", "exit@rank=3,step=12");
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r.at("culprit_named"), "rank 3") << r.dump(2);
+  EXPECT_EQ(r.at("how_named"), "exit 1") << r.dump(2);
+  EXPECT_FALSE(r.at("culprit_correct").get<bool>()) << r.dump(2);
+  EXPECT_NE(r.at("note").get<std::string>().find("launcher saw rank 3 end by exit 1, not SIGKILL"), std::string::npos)
+      << r.dump(2);
+}
+
+// A recovery must resume from the checkpoint the row expects. Step 10's checkpoint corrupted
+// makes the kill row's restart fall back to step 5: on this deterministic job the loss curve
+// and final weights still equal the reference bit for bit, and the row must fail all the same.
+TEST(FaultMatrix, ARecoveryFromAnEarlierCheckpointThanExpectedFailsTheRow) {
+  const nlohmann::json r = failed_row("wrong-resume", "kill", "ckpt-corrupt@rank=0,step=10");
+  ASSERT_FALSE(r.empty());
+  EXPECT_TRUE(r.at("culprit_correct").get<bool>()) << r.dump(2);
+  EXPECT_TRUE(r.at("recovered").get<bool>()) << r.dump(2);
+  EXPECT_FALSE(r.at("bit_identical").get<bool>()) << r.dump(2);
+  EXPECT_EQ(r.at("resumed_from"), 5) << r.dump(2);
+  EXPECT_EQ(r.at("resume_expected"), 10) << r.dump(2);
+  EXPECT_NE(r.at("recovery").get<std::string>().find(
+                "resumed at step 5, not from the checkpoint of step 10; loss curve and final weights bit-identical"),
+            std::string::npos)
+      << r.dump(2);
 }
 
 // Without the capability for a mount namespace the row is SKIPPED, with why, in every report;
@@ -298,6 +365,15 @@ TEST(FaultMatrix, BadOptionsAreUsageErrors) {
   EXPECT_EQ(port.result.exit_code, 2) << port.result.output;
   EXPECT_NE(port.result.output.find("--master-port is required with --nnodes > 1"), std::string::npos) << port.result.output;
   EXPECT_TRUE(kind.report.is_null() && off.report.is_null() && rank.report.is_null() && port.report.is_null());
+  // A strategy that refuses a row's detector flag: one usage error naming the row, after the
+  // reference run, instead of every row failing for want of a reference.
+  Matrix refused = run_matrix("bad-strategy-rows", {"--strategy", "2d", "-m", "debug-tp", "--kinds", "kill,nan", "--", "--tp", "2"}, 120);
+  EXPECT_EQ(refused.result.exit_code, 2) << refused.result.output;
+  EXPECT_NE(refused.result.output.find("ddx: error: --strategy 2d cannot run the row(s) nan (ddx train: --nan-check: "),
+            std::string::npos)
+      << refused.result.output;
+  EXPECT_EQ(refused.result.output.find("[1/2]"), std::string::npos) << refused.result.output;
+  EXPECT_TRUE(refused.report.is_null()) << refused.report.dump();
   // The node flags: each a one-line error naming its flag, before any store or job starts.
   const std::vector<std::pair<std::vector<std::string>, std::string>> node_cases = {
       {{"--nnodes", "0"}, "--nnodes"},

@@ -139,7 +139,8 @@ TEST(Faults, BadSpecsAreUsageErrors) {
 
 struct ProcessFault {
   std::string spec;
-  std::string status;  // in the launcher's root-cause line
+  std::string ending;  // how the launcher's root-cause line says the rank ended
+  std::string error;   // the error report's first line ("" where the rank can write none: SIGKILL, exit)
 };
 
 void PrintTo(const ProcessFault& f, std::ostream* os) { *os << f.spec; }
@@ -151,8 +152,18 @@ TEST_P(ProcessFaults, LauncherNamesTheRankAndNothingIsLeft) {
   std::string tag = f.spec.substr(0, f.spec.find('@'));
   Job job = train("process-" + tag, 2, {"--max-steps", "4", "--fault", f.spec});
   EXPECT_EQ(job.result.exit_code, 1) << job.result.output;
-  EXPECT_NE(job.result.output.find("Root cause: rank 1 (local rank 1)"), std::string::npos) << job.result.output;
-  EXPECT_NE(job.result.output.find(f.status), std::string::npos) << job.result.output;
+  // The root cause is rank 1, ended the way the fault ends a process, not merely mentioned.
+  const std::string cause = "Root cause: rank 1 (local rank 1) on ";
+  const size_t at = job.result.output.find(cause);
+  ASSERT_NE(at, std::string::npos) << job.result.output;
+  const std::string line = job.result.output.substr(at, job.result.output.find('\n', at) - at);
+  EXPECT_EQ(line.substr(line.rfind(": ") + 2), f.ending) << line;
+  if (!f.error.empty()) {
+    // The rank's own report made it out: its error and a stack through the fault's code
+    // (for oom, in spite of the exhausted address space).
+    EXPECT_NE(job.result.output.find("  error:  " + f.error, at), std::string::npos) << job.result.output;
+    EXPECT_NE(job.result.output.find("faults/kinds/" + tag + ".cpp:", at), std::string::npos) << job.result.output;
+  }
   EXPECT_NE(job.result.output.find("fault " + f.spec + " fires on rank 1 at step 3"), std::string::npos)
       << job.result.output;
   // Steps 1 and 2 completed before the fault.
@@ -160,13 +171,16 @@ TEST_P(ProcessFaults, LauncherNamesTheRankAndNothingIsLeft) {
   EXPECT_LE(job.metrics.size(), 2u) << job.result.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, ProcessFaults,
-                         ::testing::Values(ProcessFault{"kill@rank=1,step=3", "SIGKILL (signal 9)"},
-                                           ProcessFault{"segfault@rank=1,step=3", "SIGSEGV (signal 11)"},
-                                           ProcessFault{"abort@rank=1,step=3", "injected fault abort@rank=1,step=3"},
-                                           ProcessFault{"exit@rank=1,step=3,code=7", "exit 7"},
-                                           ProcessFault{"oom@rank=1,step=3,mib=64", "std::bad_alloc"}),
-                         [](const auto& info) { return info.param.spec.substr(0, info.param.spec.find('@')); });
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, ProcessFaults,
+    ::testing::Values(ProcessFault{"kill@rank=1,step=3", "SIGKILL (signal 9)", ""},
+                      ProcessFault{"segfault@rank=1,step=3", "SIGSEGV (signal 11)",
+                                   "Signal 11 (SIGSEGV) received by PID "},
+                      ProcessFault{"abort@rank=1,step=3", "SIGABRT (signal 6)",
+                                   "std::runtime_error: injected fault abort@rank=1,step=3 at step 3"},
+                      ProcessFault{"exit@rank=1,step=3,code=7", "exit 7", ""},
+                      ProcessFault{"oom@rank=1,step=3,mib=64", "SIGABRT (signal 6)", "std::bad_alloc: std::bad_alloc"}),
+    [](const auto& info) { return info.param.spec.substr(0, info.param.spec.find('@')); });
 
 // --- communication and compute faults ---
 

@@ -216,6 +216,7 @@ struct Broken {
   std::string breaks;
   std::string variant;   // the variant the break is in, which the report must name
   std::string strategy;  // its --strategy, when not the variant's name
+  int world_size = 2;    // 4 for the variants that need dp x tp or dp x pp
   const std::string& expected_strategy() const { return strategy.empty() ? variant : strategy; }
 };
 
@@ -229,11 +230,11 @@ class ParitySelfTest : public ::testing::TestWithParam<Broken> {};
 // is as strict as it claims.
 TEST_P(ParitySelfTest, BrokenVariantIsCaught) {
   const Broken& b = GetParam();
-  Outcome o = run_parity("self-" + b.tag, {"--strategies", b.variant, "--world-sizes", "2", "--steps", "6",
-                                           "--no-determinism", "--uneven-tokens"},
+  Outcome o = run_parity("self-" + b.tag, {"--strategies", b.variant, "--world-sizes", std::to_string(b.world_size),
+                                           "--steps", "6", "--no-determinism", "--uneven-tokens"},
                          {{"DDX_FAULT", b.breaks}});
   EXPECT_EQ(o.exit_code, 1) << o.output;
-  const auto* r = find_run(o.report, b.variant, 2);
+  const auto* r = find_run(o.report, b.variant, b.world_size);
   ASSERT_NE(r, nullptr) << o.output;
   EXPECT_EQ((*r)["verdict"], "FAIL") << r->dump();
   EXPECT_EQ((*r)["strategy"], b.expected_strategy());
@@ -255,7 +256,18 @@ INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
                                            Broken{"fsdp_scaled_rank", "scale-grad@rank=1,factor=1.001", "fsdp"},
                                            Broken{"fsdp_double_divide", "fsdp-double-divide", "fsdp"},
                                            Broken{"tp_no_input_reduce", "tp-no-input-reduce", "tp"},
-                                           Broken{"pp_double_microbatch", "pp-double-microbatch", "pp-1f1b", "pp"}),
+                                           Broken{"pp_double_microbatch", "pp-double-microbatch", "pp-1f1b", "pp"},
+                                           // Every composition has its own bug: sequence parallelism's sum of the
+                                           // replicated gradients (alone and inside 2D), TP inside 2D and inside
+                                           // the pipeline, the interleaved schedule, and each pipeline's
+                                           // data-parallel dimension (replicas, FSDP).
+                                           Broken{"sp_no_replicated_reduce", "sp-no-replicated-reduce", "tp-sp", "tp"},
+                                           Broken{"two_d_sp_no_replicated_reduce", "sp-no-replicated-reduce", "2d-sp", "2d", 4},
+                                           Broken{"two_d_no_input_reduce", "tp-no-input-reduce", "2d", "2d", 4},
+                                           Broken{"interleaved_double_microbatch", "pp-double-microbatch", "pp-interleaved", "pp"},
+                                           Broken{"pp_dp_scaled_rank", "scale-grad@rank=1,factor=1.001", "pp-dp", "pp", 4},
+                                           Broken{"pp_fsdp_double_divide", "fsdp-double-divide", "pp-fsdp", "pp", 4},
+                                           Broken{"pp_tp_no_input_reduce", "tp-no-input-reduce", "pp-tp", "pp", 4}),
                          [](const auto& info) { return info.param.tag; });
 
 }  // namespace

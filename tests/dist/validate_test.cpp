@@ -181,6 +181,57 @@ TEST(Validate, KeepGoingRunsEveryStageAndAHungBurnInIsNamedByTheAnalyzer) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/report/analyze.log"));
 }
 
+// A slow link FAILs the pairwise stage naming the rank behind it. It takes three ranks: with two
+// there is one link, and the rank at either end of it is as slow as the other. Rank 2's sends
+// are delayed 10 ms (DDX_FAULT slow-link op=send): its links fall ~50x below the median, while
+// the bandwidth stage's sendrecv at 64K stays ~3x over its cpu-loopback floor (64K in >= 10 ms
+// is <= 6.5 MB/s, the floor 2 MB/s), so the stages before pass and nothing runs after the FAIL.
+TEST(Validate, ASlowLinkFailsThePairwiseStageNamingItsRankAtThreeRanks) {
+  const std::string dir = scratch_dir("validate", "slow-link");
+  auto argv = validate(dir + "/report");
+  argv[3] = "3";  // --np
+  RunResult r = run_in(dir, argv, {{"DDX_FAULT", "slow-link@rank=2,op=send,ms=10"}}, 400);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
+  const auto& stages = report["stages"];
+  ASSERT_EQ(stages.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(stages[i]["passed"].get<bool>()) << stages[i].dump();
+  EXPECT_EQ(stages[3]["stage"], "pairwise links");
+  EXPECT_FALSE(stages[3]["passed"].get<bool>()) << stages[3].dump();
+  EXPECT_TRUE(has(stages[3]["summary"].get<std::string>(), "FAILED (3 links, 2 slow, 1 slow ranks: rank 2)"))
+      << stages[3].dump();
+  const auto pairs = nlohmann::json::parse(read_file(dir + "/report/pairs.json"));
+  EXPECT_TRUE(has(pairs.dump(), "\"slow_ranks\"")) << pairs.dump();
+  for (size_t i = 4; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
+}
+
+// --launcher: every stage but parity runs under the given prefix, here MPICH's mpiexec (ranks from
+// PMI_RANK/PMI_SIZE, no ddx launch). A wrong collective planted on rank 1 stops it after the
+// selfcheck, which is as far as the launcher needs showing: the doctor ran 2 ranks under it, and
+// the selfcheck's failure came from rank 1 of the mpiexec job.
+TEST(Validate, LauncherRunsTheStagesUnderMpiexec) {
+  DDX_SKIP_IF_REFUSED(std::system("command -v mpiexec >/dev/null 2>&1") == 0 ? "" : "mpiexec is not installed");
+  const std::string dir = scratch_dir("validate", "mpiexec");
+  auto argv = validate(dir + "/report");
+  argv.insert(argv.end(), {"--launcher", "mpiexec -n 2"});
+  RunResult r = run_in(dir, argv, {{"DDX_FAULT", "corrupt-collective@rank=1"}}, 300);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
+  EXPECT_EQ(report["launcher"], "mpiexec -n 2") << report.dump();
+  const auto& stages = report["stages"];
+  EXPECT_TRUE(stages[0]["passed"].get<bool>()) << stages[0].dump();
+  EXPECT_FALSE(stages[1]["passed"].get<bool>()) << stages[1].dump();
+  EXPECT_TRUE(has(stages[1]["summary"].get<std::string>(), " FAILED")) << stages[1].dump();
+  const auto doctor = nlohmann::json::parse(read_file(dir + "/report/doctor.json"));
+  EXPECT_EQ(doctor["world_size"], 2) << doctor.dump();
+  EXPECT_EQ(doctor["ranks"].size(), 2u) << doctor.dump();
+  for (const char* log : {"doctor.log", "selfcheck.log"}) {
+    const std::string text = read_file(dir + "/report/" + log);
+    EXPECT_FALSE(has(text, "ddx launch:")) << log << " ran under ddx launch:\n" << text;
+  }
+  for (size_t i = 2; i < stages.size(); ++i) EXPECT_FALSE(stages[i]["ran"].get<bool>()) << stages[i].dump();
+}
+
 TEST(Validate, APlantedWrongCollectiveFailsAtTheSelfcheckAndStops) {
   const std::string dir = scratch_dir("validate", "planted");
   RunResult r = run_in(dir, validate(dir + "/report"), {{"DDX_FAULT", "corrupt-collective@rank=1"}}, 300);

@@ -34,7 +34,7 @@ ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    ::execv(args[0], args.data());
+    ::execvp(args[0], args.data());  // a bare name (a --launcher of "srun", "mpiexec") is looked up on PATH
     std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }

@@ -14,6 +14,7 @@
 #include "train/pp_pipeline.h"
 #include "train/replicated_strategy.h"
 #include "train/tp_state.h"
+#include "train/test_breaks.h"
 
 namespace ddx::train {
 namespace {
@@ -75,7 +76,10 @@ class PpStrategy : public ReplicatedStrategy {
       }
     }
     std::vector<torch::Tensor> dp_grads;
-    for (auto& [name, p] : parameters_) dp_grads.push_back(p.grad());
+    for (auto& [name, p] : parameters_) {
+      if (test_breaks().scale_grad_rank == pipeline_.dp_rank()) p.mutable_grad().mul_(test_breaks().scale_grad_factor);  // on purpose
+      dp_grads.push_back(p.grad());
+    }
     sum_gradients_in_buckets(pipeline_.dp(), dp_grads, bucket_cap_bytes_);
     return seconds_since(t0);
   }

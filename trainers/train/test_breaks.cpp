@@ -21,6 +21,7 @@ TestBreaks read() {
   }
   b.fsdp_double_divide = faults::find_any("fsdp-double-divide") != nullptr;
   b.tp_no_input_reduce = faults::find_any("tp-no-input-reduce") != nullptr;
+  b.sp_no_replicated_reduce = faults::find_any("sp-no-replicated-reduce") != nullptr;
   b.pp_double_microbatch = faults::find_any("pp-double-microbatch") != nullptr;
   return b;
 }

@@ -4,7 +4,8 @@
 // fault with DDX_FAULT (never a --help flag), e.g. DDX_FAULT='scale-grad@rank=1,factor=1.001':
 //   local-mean                    normalise each rank's loss by its own token count, then average
 //                                 over ranks: the mean-of-means bug (wrong only when counts differ)
-//   scale-grad@rank=R,factor=F    multiply rank R's gradients by F before they are reduced (DDP, FSDP)
+//   scale-grad@rank=R,factor=F    multiply data-parallel rank R's gradients by F before they are
+//                                 reduced (DDP, FSDP, the pipeline's replicas)
 //   scale-grad-element@factor=F   after DDP's all-reduce, multiply the largest-magnitude element of
 //                                 the first parameter's gradient by F on every rank (a reduction
 //                                 wrong in one element: only the step-1 gradient check sees 1+1e-4)
@@ -13,6 +14,9 @@
 //   fsdp-double-divide            divide FSDP's reduce-scattered gradients by the world size twice
 //   tp-no-input-reduce            leave out TP's all-reduce of column-parallel input gradients (the f
 //                                 operator's backward): each rank keeps only its heads' contribution
+//   sp-no-replicated-reduce       under sequence parallelism, leave out the TP-group sum of the
+//                                 replicated parameters' gradients (layer norms, biases): the
+//                                 Megatron-SP bug, each rank keeping its sequence slice's part
 //   pp-double-microbatch          the pipeline's last stage runs micro-batch 0's backward twice, so
 //                                 that micro-batch's gradient is counted twice on every stage
 #include <string>
@@ -28,6 +32,7 @@ struct TestBreaks {
   int skip_bucket = -1;
   bool fsdp_double_divide = false;
   bool tp_no_input_reduce = false;
+  bool sp_no_replicated_reduce = false;
   bool pp_double_microbatch = false;
 };
 

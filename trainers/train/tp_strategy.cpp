@@ -27,7 +27,7 @@ void TpStrategy::setup(const StrategyContext& c) {
 }
 
 double TpStrategy::finish_gradients() {
-  if (!sequence_parallel_) return 0.0;
+  if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return 0.0;  // the planted bug, on purpose
   // The replicated parameters ran on each rank's sequence slice: their gradients are partial sums.
   std::vector<torch::Tensor> grads;
   for (auto& [name, p] : parameters_) {

@@ -57,7 +57,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
 
   double finish_gradients() override {
     double waited = FsdpStrategy::finish_gradients();
-    if (!sequence_parallel_) return waited;
+    if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
     // The dp-reduced rows of the replicated parameters, still partial over the TP group.
     std::vector<torch::Tensor> grads;
     for (const auto& unit : units_) {
@@ -116,7 +116,7 @@ class TwoDReplicateStrategy : public DdpStrategy {
 
   double finish_gradients() override {
     double waited = DdpStrategy::finish_gradients();
-    if (!sequence_parallel_) return waited;
+    if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
     std::vector<torch::Tensor> grads;  // dp-reduced, still partial over the TP group
     for (auto& [name, p] : parameters_) {
       if (!shards_.count(name)) grads.push_back(p.grad());

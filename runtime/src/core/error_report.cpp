@@ -5,6 +5,8 @@
 
 #include <cxxabi.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +35,23 @@ std::atomic<int> g_rank{-1}, g_local_rank{-1}, g_world_size{-1};
 std::atomic<long> g_reporting_thread{0};
 // Set once the terminate handler has reported; its abort() must not report a second time.
 std::atomic<bool> g_report_done{false};
+
+// Address space held back for the report: symbolizing through libdw allocates, and when the
+// rank died of running out of memory (std::bad_alloc under an address-space limit such as
+// `ulimit -v` or a scheduler's memory cap) libdw's own allocation failure would exit(1) the
+// process with no report and the wrong exit status. Reserved, never touched, so it costs no memory.
+constexpr size_t kReportReserve = 64u << 20;
+void* g_report_reserve = MAP_FAILED;
+
+void release_memory_for_the_report() {
+  if (g_report_reserve != MAP_FAILED) ::munmap(g_report_reserve, kReportReserve);  // async-signal-safe
+  g_report_reserve = MAP_FAILED;
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;  // a soft cap may be lifted up to the hard one
+    ::setrlimit(RLIMIT_AS, &limit);
+  }
+}
 
 long current_thread_id() { return static_cast<long>(::syscall(SYS_gettid)); }
 
@@ -128,7 +147,10 @@ void publish(const detail::ErrorReport& r) {
 bool begin_report() {
   long self = current_thread_id();
   long expected = 0;
-  if (g_reporting_thread.compare_exchange_strong(expected, self)) return true;
+  if (g_reporting_thread.compare_exchange_strong(expected, self)) {
+    release_memory_for_the_report();
+    return true;
+  }
   if (expected != self) ::sleep(30);  // let the first thread finish its report and kill us all
   return false;
 }
@@ -195,6 +217,9 @@ void install_error_handlers() {
   // Rank from the launcher's environment until the program knows better.
   set_error_report_rank(env_int("RANK"), env_int("LOCAL_RANK"), env_int("WORLD_SIZE"));
   install_alternate_stack();
+  if (g_report_reserve == MAP_FAILED) {
+    g_report_reserve = ::mmap(nullptr, kReportReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  }
   for (int signo : kFatalSignals) {
     struct sigaction action {};
     action.sa_sigaction = on_fatal_signal;
