@@ -114,8 +114,10 @@ std::string position_text(const RankDump& d, const std::string& group) {
     out << "in flight " << seconds(d.seconds_before_dump(last->enqueue_us));
   } else if (last->failed()) {
     out << "failed after " << seconds((last->end_us - last->enqueue_us) / 1e6);
-  } else {
+  } else if (last->end_us > 0) {
     out << "done, idle " << seconds(d.seconds_before_dump(last->end_us));
+  } else {
+    out << "done";  // PyTorch's Gloo recorder keeps no end times
   }
   out << ": " << op_name(*last);
   if (!last->call_site.empty()) out << " '" << last->call_site << "'";

@@ -143,6 +143,45 @@ Decision decide(const GroupView& g, uint64_t seq, const std::map<std::string, st
   return d;
 }
 
+// Collectives issued at `site` by `rank` from `first` to `last`.
+int calls_at_site(const GroupView& g, int rank, const std::string& site, uint64_t first, uint64_t last) {
+  int n = 0;
+  for (const auto& [seq, e] : g.entries.at(rank)) {
+    if (seq >= first && seq <= last && e->call_site == site) ++n;
+  }
+  return n;
+}
+
+// An op mismatch whose culprit made fewer calls at the others' call site than they did is a
+// skipped collective: a loop that calls the same all_reduce every step has one call site for
+// all of them, so only the count shows that the culprit left one out and moved on to its next
+// collective (PyTorch's recorder gives the call site from its stack).
+void skipped_instead_of_mismatched(const GroupView& g, Finding& f) {
+  if (f.culprits.size() != 1 || f.affected.empty()) return;
+  const int culprit = f.culprits.front();
+  const Entry& mine = *g.entries.at(culprit).at(f.seq);
+  const Entry& theirs = *g.entries.at(f.affected.front()).at(f.seq);
+  if (theirs.call_site.empty() || mine.call_site == theirs.call_site) return;
+  // Counted from the first number every rank still has (a wrapped ring buffer lost the rest).
+  uint64_t first = 0;
+  for (const auto& [rank, by_seq] : g.entries) first = std::max(first, by_seq.begin()->first);
+  const int own = calls_at_site(g, culprit, theirs.call_site, first, f.seq);
+  for (int r : f.affected) {
+    if (calls_at_site(g, r, theirs.call_site, first, f.seq) <= own) return;
+  }
+  const int others = calls_at_site(g, f.affected.front(), theirs.call_site, first, f.seq);
+  f.kind = FindingKind::SkippedCollective;
+  f.op = theirs.op;
+  f.expected_op = theirs.op;
+  f.call_site = theirs.call_site;
+  f.decided_by = "from #" + std::to_string(first) + " to #" + std::to_string(f.seq) + " it called " +
+                 op_name(theirs) + " at '" + theirs.call_site + "' " + std::to_string(own) + " time(s), " +
+                 rank_list(f.affected) + " " + std::to_string(others) + "; " + f.decided_by;
+  f.summary = "rank " + std::to_string(culprit) + " skipped " + op_name(theirs) + " at '" + theirs.call_site +
+              "' and went on to " + op_name(mine) + (mine.call_site.empty() ? "" : " at '" + mine.call_site + "'") +
+              ", so it never joined " + describe(theirs) + " that " + rank_list(f.affected) + " wait in";
+}
+
 // The first sequence number at which the members disagree, per group.
 std::vector<Finding> mismatches(const GroupView& g) {
   std::set<uint64_t> seqs;
@@ -191,6 +230,7 @@ std::vector<Finding> mismatches(const GroupView& g) {
       if (!f.call_site.empty()) s << " (at '" << f.call_site << "')";
       if (!d.expected_value.empty()) s << " where the others called " << call(d.expected_value);
       f.summary = s.str();
+      if (check.kind == FindingKind::OpMismatch) skipped_instead_of_mismatched(g, f);
       return {f};  // later sequence numbers only show the consequences
     }
   }
@@ -315,9 +355,9 @@ std::vector<Finding> behind(const GroupView& g, const TraceSet& traces) {
                   " wait in " + their_op;
     } else {
       f.kind = FindingKind::NeverJoined;
-      std::string idle = last ? ", idle " + seconds(d.seconds_before_dump(last->end_us)) + " since #" +
-                                    std::to_string(mine) + " ended"
-                              : "";
+      std::string idle = last && last->end_us > 0 ? ", idle " + seconds(d.seconds_before_dump(last->end_us)) +
+                                                        " since #" + std::to_string(mine) + " ended"
+                                                  : "";
       f.summary = "rank " + std::to_string(r) + " never joined " + their_op + idle + elsewhere(d, g.name);
     }
     for (int a : ahead) {

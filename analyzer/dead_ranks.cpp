@@ -86,7 +86,7 @@ std::vector<Finding> find_dead_ranks(const TraceSet& traces) {
     }
     std::string problem = "no dump";
     for (const DumpProblem& p : traces.problems) {
-      if (p.rank == r) problem = p.kind + " dump: " + p.detail;
+      if (p.rank == r && p.kind != "missing") problem = p.kind + " dump: " + p.detail;
     }
     if (seen_dying) {
       f.kind = FindingKind::DeadRank;
@@ -95,7 +95,11 @@ std::vector<Finding> find_dead_ranks(const TraceSet& traces) {
       f.decided_by = "its peers saw it go";
     } else {
       f.kind = FindingKind::NoDump;
-      f.summary = "rank " + std::to_string(r) + " left " + (problem == "no dump" ? "no dump" : "an unusable dump") +
+      // Every rank that was alive when the others failed writes a dump: one that wrote none
+      // crashed or was killed first, which makes it the prime suspect.
+      f.summary = "rank " + std::to_string(r) + " left " +
+                  (problem == "no dump" ? "no dump: it crashed or was killed before it could write one, the prime suspect"
+                                        : "an unusable dump") +
                   (blocked ? "; " + rank_list(waiting) + " wait for it in " + describe(*blocked) : "");
       f.decided_by = problem;
     }

@@ -84,6 +84,33 @@ Diagnosis diagnose(const TraceSet& traces) {
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     return static_cast<int>(a.kind) < static_cast<int>(b.kind);
   });
+  // A rank behind in one group because it waits, in another group, on someone else's fault is
+  // not where the trouble started: that finding goes after the one that names whom it waits on
+  // (a sub-group's missing all_reduce also keeps its members from the world's next one).
+  auto waits_elsewhere = [&](const Finding& f, const Finding& other) {
+    if (f.kind != FindingKind::NeverJoined && f.kind != FindingKind::Stuck) return false;
+    if (other.group == f.group || f.culprits.empty()) return false;
+    for (int r : f.culprits) {
+      if (std::find(other.affected.begin(), other.affected.end(), r) == other.affected.end()) return false;
+      if (std::find(other.culprits.begin(), other.culprits.end(), r) != other.culprits.end()) return false;
+    }
+    return true;
+  };
+  std::vector<Finding> roots, consequences;
+  for (Finding& f : all) {
+    const Finding* cause = nullptr;
+    for (const Finding& other : all) {
+      if (&other != &f && waits_elsewhere(f, other) && !waits_elsewhere(other, f)) cause = &other;
+    }
+    if (cause) {
+      f.summary += " (it waits on " + detail::rank_list(cause->culprits) + " in group " + cause->group + ")";
+      consequences.push_back(f);
+    } else {
+      roots.push_back(f);
+    }
+  }
+  all = roots;
+  all.insert(all.end(), consequences.begin(), consequences.end());
   // A rank named by a stronger finding is not named again by a weaker one of the same group
   // (a deadlocked pair also never joins the next all-reduce).
   for (const Finding& f : all) {
@@ -127,6 +154,10 @@ Diagnosis diagnose(const TraceSet& traces) {
     dx.ranks.push_back(row);
   }
   for (const DumpProblem& p : traces.problems) {
+    if (p.rank < 0) {
+      dx.notes.push_back(p.detail);  // a file whose name carries no rank
+      continue;
+    }
     dx.notes.push_back("rank " + std::to_string(p.rank) + ": " + p.kind + " dump (" + p.detail + ")");
   }
   if (dx.findings.empty()) {

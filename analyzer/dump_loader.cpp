@@ -4,12 +4,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
+#include "analyzer/pickle_json.h"
+#include "analyzer/pytorch_dump.h"
 #include "ddx/errors.h"
 
 namespace ddx::analyze {
@@ -161,45 +166,107 @@ RankDump parse_dump(const std::string& text, const std::string& path) {
   return d;
 }
 
-TraceSet load_trace_dir(const std::string& dir, int world_size) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": not a directory");
+namespace {
+
+// The rank a dump's file name ends in: "ddx-fr-rank3.json", "nccl_trace_rank_3",
+// "comm_lib_trace_rank_3.pkl"; with a prefix, the name must be the prefix and the number.
+std::optional<int> rank_in_name(const std::string& file, const std::string& prefix) {
+  static const std::regex any(R"(^(.*?)([0-9]+)(\.(json|pkl|pickle))?$)");
+  std::smatch m;
+  if (!std::regex_match(file, m, any)) return std::nullopt;
+  if (!prefix.empty() && m[1].str() != prefix) return std::nullopt;
+  if (m[2].length() > 9) return std::nullopt;
+  return std::stoi(m[2]);
+}
+
+int64_t modified_unix_us(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
+}
+
+// One file, whatever wrote it: ddx's JSON, PyTorch's pickle or PyTorch's JSON.
+RankDump read_any_dump(const fs::path& path, int rank) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot be read");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string text = bytes.str();
+  if (text.empty()) throw std::runtime_error("empty file");
+  if (looks_like_pickle(text)) {
+    const json doc = pickle_to_json(text);
+    if (!is_pytorch_dump(doc)) throw std::runtime_error("a pickle, but not a PyTorch flight recorder dump");
+    return read_pytorch_dump(doc, rank, path.string(), modified_unix_us(path));
+  }
+  json doc = json::parse(text, nullptr, false);
+  if (!doc.is_discarded() && is_pytorch_dump(doc)) {
+    return read_pytorch_dump(doc, rank, path.string(), modified_unix_us(path));
+  }
+  return parse_dump(text, path.string());
+}
+
+}  // namespace
+
+TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& prefix, int world_size) {
+  if (inputs.empty()) throw UsageError("no trace directory or dump files given");
   TraceSet set;
-  set.dir = dir;
-  const std::regex name("ddx-fr-rank([0-9]+)\\.json");
+  set.dir = inputs.size() == 1 ? inputs.front() : inputs.front() + " (and " + std::to_string(inputs.size() - 1) + " more)";
   std::vector<std::pair<int, fs::path>> files;
-  for (const auto& item : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string file = item.path().filename().string();
-    if (std::regex_match(file, m, name)) files.emplace_back(std::stoi(m[1]), item.path());
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(input, ec)) {
+      std::vector<fs::path> found;
+      for (const auto& item : fs::directory_iterator(input, ec)) {
+        if (item.is_regular_file(ec)) found.push_back(item.path());
+      }
+      std::sort(found.begin(), found.end());
+      for (const fs::path& f : found) {
+        // Files not named like a dump (a README, a report) are not dumps; nothing to say.
+        if (auto rank = rank_in_name(f.filename().string(), prefix)) files.emplace_back(*rank, f);
+      }
+    } else if (fs::exists(input, ec)) {
+      auto rank = rank_in_name(fs::path(input).filename().string(), prefix);
+      if (!rank) {
+        set.problems.push_back({-1, "unreadable", input + ": its name ends in no rank number; skipped"});
+        continue;
+      }
+      files.emplace_back(*rank, fs::path(input));
+    } else {
+      throw UsageError(input + ": no such file or directory");
+    }
   }
   if (files.empty()) {
-    throw UsageError(dir + ": no flight recorder dumps (ddx-fr-rank<R>.json) in it");
+    throw UsageError(set.dir + ": no flight recorder dumps in it (files named <prefix><rank>: ddx-fr-rank<R>.json, " +
+                     "PyTorch's nccl_trace_rank_<R>" + (prefix.empty() ? std::string() : ", or " + prefix + "<R>") + ")");
   }
-  std::sort(files.begin(), files.end());
+  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::map<int, RankDump> parsed;
+  std::map<int, std::string> file_of_rank;
   std::map<std::string, int> job_votes;
   int sizes_seen = 0;
   for (const auto& [rank, path] : files) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
+    const std::string name = path.string();
     try {
-      RankDump d = parse_dump(text.str(), path.string());
+      RankDump d = read_any_dump(path, rank);
       if (d.rank != rank) {
-        set.problems.push_back({rank, "unreadable", path.filename().string() + " holds rank " +
-                                                         std::to_string(d.rank) + "'s dump"});
+        set.problems.push_back({rank, "unreadable", name + ": holds rank " + std::to_string(d.rank) + "'s dump; skipped"});
+        continue;
+      }
+      if (auto seen = file_of_rank.find(rank); seen != file_of_rank.end()) {
+        set.problems.push_back({rank, "duplicate", name + ": a second dump of rank " + std::to_string(rank) + " (first: " +
+                                                       seen->second + "); skipped"});
         continue;
       }
       if (d.truncated) {
-        set.problems.push_back({rank, "truncated", "cut off; recovered its header and " +
+        set.problems.push_back({rank, "truncated", name + ": cut off; recovered its header and " +
                                                        std::to_string(d.entries.size()) + " entries"});
       }
       sizes_seen = std::max(sizes_seen, d.world_size);
       ++job_votes[d.job_id];
+      file_of_rank[rank] = name;
       parsed[rank] = std::move(d);
     } catch (const std::exception& e) {
-      set.problems.push_back({rank, "unreadable", e.what()});
+      set.problems.push_back({rank, "unreadable", name + ": " + e.what() + "; skipped"});
     }
   }
   // Dumps from another run in the same directory: the job id most dumps carry wins.
@@ -216,23 +283,30 @@ TraceSet load_trace_dir(const std::string& dir, int world_size) {
   }
   for (auto& [rank, d] : parsed) {
     if (d.job_id != set.job_id) {
-      set.problems.push_back({rank, "other-job", "from job '" + d.job_id + "', not '" + set.job_id + "'; ignored"});
+      set.problems.push_back({rank, "other-job", d.path + ": from job '" + d.job_id + "', not '" + set.job_id + "'; ignored"});
       continue;
     }
     set.dumps[rank] = std::move(d);
   }
   set.world_size = world_size > 0 ? world_size : sizes_seen;
   if (set.world_size == 0) set.world_size = files.back().first + 1;
+  finish_pytorch_dumps(set);
   for (int r = 0; r < set.world_size; ++r) {
     if (set.dumps.count(r)) continue;
     set.missing.push_back(r);
     const bool reported = std::any_of(set.problems.begin(), set.problems.end(),
                                       [&](const DumpProblem& p) { return p.rank == r; });
-    if (!reported) set.problems.push_back({r, "missing", "no ddx-fr-rank" + std::to_string(r) + ".json"});
+    if (!reported) set.problems.push_back({r, "missing", "no dump of rank " + std::to_string(r)});
   }
-  std::sort(set.problems.begin(), set.problems.end(),
-            [](const DumpProblem& a, const DumpProblem& b) { return a.rank < b.rank; });
+  std::stable_sort(set.problems.begin(), set.problems.end(),
+                   [](const DumpProblem& a, const DumpProblem& b) { return a.rank < b.rank; });
   return set;
+}
+
+TraceSet load_trace_dir(const std::string& dir, int world_size) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError(dir + ": not a directory");
+  return load_traces({dir}, "", world_size);
 }
 
 }  // namespace ddx::analyze

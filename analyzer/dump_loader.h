@@ -1,7 +1,8 @@
 #pragma once
-// Loading a trace directory: every ddx-fr-rank<R>.json, tolerating missing, truncated and
-// unreadable files (each is reported by rank, never fatal).
+// Loading flight recorder dumps, ddx's own and PyTorch's, tolerating missing, truncated and
+// unreadable files (each is reported by rank and file, never fatal).
 #include <string>
+#include <vector>
 
 #include "analyzer/trace_model.h"
 
@@ -10,6 +11,13 @@ namespace ddx::analyze {
 // Parses one dump. A cut-off file is salvaged (header plus every complete entry; `truncated`
 // set). Throws std::runtime_error saying what is wrong when nothing usable is left.
 RankDump parse_dump(const std::string& text, const std::string& path);
+
+// Reads the dumps `inputs` name: directories (each file in them whose name ends in a rank
+// number, or is `prefix` and a rank number when a prefix is given) and files. Each file's format
+// is detected from its content (ddx's JSON, PyTorch's pickle or PyTorch's JSON), so mixed sets
+// work. A file that cannot be used is a DumpProblem naming it, never fatal; throws UsageError
+// when an input does not exist or nothing looks like a dump.
+TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& prefix = "", int world_size = 0);
 
 // Reads every dump in `dir`. `world_size` 0 takes it from the dumps. Throws UsageError when
 // `dir` is not a directory or holds no dump at all.

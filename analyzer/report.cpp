@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "analyzer/analysis_util.h"
 
@@ -18,7 +19,10 @@ std::string who(const TraceSet& traces, const std::vector<int>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     out << (i ? ", " : "") << "rank " << ranks[i];
     auto it = traces.dumps.find(ranks[i]);
-    if (it != traces.dumps.end()) out << " (" << it->second.host << ", pid " << it->second.pid << ")";
+    // PyTorch's dumps name no host or pid.
+    if (it != traces.dumps.end() && !it->second.host.empty()) {
+      out << " (" << it->second.host << ", pid " << it->second.pid << ")";
+    }
   }
   return out.str();
 }
@@ -32,6 +36,35 @@ std::string first_trigger(const TraceSet& traces) {
   }
   if (!first) return "";
   return "rank " + std::to_string(first->rank) + ": " + first->reason;
+}
+
+// The Python stack PyTorch recorded for the first culprit's op in the finding (its entry at the
+// finding's number on that group, else its newest there): where in the user's code it was.
+struct CulpritStack {
+  int rank = -1;
+  std::string op;
+  std::vector<std::string> frames;
+};
+
+CulpritStack culprit_stack(const TraceSet& traces, const Finding& f) {
+  CulpritStack out;
+  if (f.culprits.empty()) return out;
+  auto it = traces.dumps.find(f.culprits.front());
+  if (it == traces.dumps.end()) return out;
+  const Entry* best = nullptr;
+  for (const Entry& e : it->second.entries) {
+    if (e.group != f.group || e.p2p != f.p2p || e.stack.empty()) continue;
+    if (e.seq == f.seq) {
+      best = &e;
+      break;
+    }
+    if (!best || e.seq > best->seq) best = &e;
+  }
+  if (!best) return out;
+  out.rank = f.culprits.front();
+  out.op = detail::describe(*best);
+  out.frames = best->stack;
+  return out;
 }
 
 void pad(std::ostringstream& out, const std::string& text, size_t width) {
@@ -59,6 +92,13 @@ std::string render_text(const TraceSet& traces, const Diagnosis& dx) {
   if (!trigger.empty()) out << "first trigger: " << trigger << "\n";
   out << "\n" << verdict_line(traces, dx) << "\n";
   if (!dx.findings.empty()) out << "  decided by: " << dx.findings.front().decided_by << "\n";
+  if (!dx.findings.empty()) {
+    const CulpritStack stack = culprit_stack(traces, dx.findings.front());
+    if (!stack.frames.empty()) {
+      out << "  rank " << stack.rank << "'s stack at " << stack.op << " (innermost first):\n";
+      for (const std::string& frame : stack.frames) out << "    " << frame << "\n";
+    }
+  }
   if (!dx.findings.empty()) {
     out << "\nfindings:\n";
     for (size_t i = 0; i < dx.findings.size(); ++i) {
@@ -108,11 +148,12 @@ std::string render_json(const TraceSet& traces, const Diagnosis& dx) {
       auto it = traces.dumps.find(r);
       hosts.push_back(it == traces.dumps.end() ? ordered_json(nullptr) : ordered_json(it->second.host));
     }
+    const CulpritStack stack = culprit_stack(traces, f);
     return ordered_json{{"kind", to_string(f.kind)}, {"culprits", f.culprits}, {"culprit_hosts", hosts},
                         {"affected", f.affected},    {"group", f.group},       {"seq", f.seq},
                         {"p2p", f.p2p},              {"op", f.op},             {"expected_op", f.expected_op},
                         {"call_site", f.call_site},  {"summary", f.summary},   {"decided_by", f.decided_by},
-                        {"evidence", f.evidence}};
+                        {"evidence", f.evidence},    {"culprit_stack", stack.frames}};
   };
   ordered_json doc;
   doc["trace_dir"] = traces.dir;

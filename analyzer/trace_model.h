@@ -19,6 +19,7 @@ struct Entry {
   int64_t numel = 0;
   int peer = -1;                 // group rank of the root or peer; -1 none
   std::string backend, call_site, state, error;
+  std::vector<std::string> stack;  // where PyTorch recorded it: "file:line in function", innermost first
   int64_t enqueue_us = 0, start_us = 0, end_us = 0;  // the dumping process's steady clock
 
   bool completed() const { return state == "completed"; }
@@ -68,6 +69,8 @@ struct RankDump {
   int64_t store_failing_ms = 0;
   std::vector<int> declared_dead;
   bool truncated = false;       // salvaged from a cut-off file: header and complete entries only
+  std::string format = "ddx";   // "ddx", or "pytorch 2.10" for PyTorch's own recorder
+  bool wrapped = false;         // the ring buffer overwrote its oldest entries
 
   // Seconds between `steady_us` (an entry time) and this dump.
   double seconds_before_dump(int64_t steady_us) const {

@@ -128,7 +128,7 @@ skip a planted bug: the suite fails by design (the parity self-test checks it)	D
 cheap 1	ddx launch -np 2 -- ddx train --max-steps 4 --fault kill@rank=1,step=3
 full	ddx fault matrix
 full	ddx fault matrix --strategy fsdp --kinds kill,hang,ckpt-corrupt --out fm-fsdp
-full	ddx fault matrix --strategy 2d -m debug-tp --kinds kill,hang,mismatch,ckpt-corrupt -- --tp 2
+full	ddx fault matrix --strategy 2d -m debug-tp --kinds kill,hang,ckpt-corrupt -- --tp 2
 full 1	ddx fault matrix --kinds nan --without nan-check
 full 1	ddx fault matrix --kinds nan,bitflip,mismatch,straggler --without 'nan-check,replica-check,collective check,straggler warning' --out fm-self-test
 full 1	ddx fault matrix --kinds kill --out fm-wrong-resume -- --fault ckpt-corrupt@rank=0,step=10

@@ -1,0 +1,372 @@
+// PyTorch flight-recorder dumps into the analyzer's model. What each field becomes:
+//   process_group[0] (pg_name)        -> Entry::group; pg_config[pg_name].ranks -> its members
+//   collective_seq_id / p2p_seq_id    -> Entry::seq (older dumps: seq_id)
+//   profiling_name "nccl:send 1->2"   -> backend, op, peer (group ranks, as PyTorch writes them)
+//   input_sizes/dtypes                -> shape, dtype ("Float" -> "float32", as ddx writes it)
+//   frames (innermost first)          -> Entry::stack, and the first frame outside torch as the
+//                                        call site
+//   state + retired                   -> completed / in flight / failed (timed out), below
+//   pg_status                         -> each group's last enqueued/started/completed number
+#include "analyzer/pytorch_dump.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <stdexcept>
+
+namespace ddx::analyze {
+namespace {
+
+using nlohmann::json;
+
+bool has(const json& doc, const char* key) { return doc.is_object() && doc.contains(key) && !doc.at(key).is_null(); }
+
+int64_t int_of(const json& doc, const char* key, int64_t fallback) {
+  if (!has(doc, key)) return fallback;
+  const json& v = doc.at(key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number()) return static_cast<int64_t>(v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+  if (v.is_string()) {
+    try {
+      return std::stoll(v.get<std::string>());
+    } catch (const std::exception&) {
+      return fallback;
+    }
+  }
+  return fallback;
+}
+
+std::string text_of(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  return v.is_null() ? "" : v.dump();
+}
+
+std::string string_of(const json& doc, const char* key) { return has(doc, key) ? text_of(doc.at(key)) : ""; }
+
+// pg_config's ranks are written as text ("[0, 1, 2]"); older dumps and our own fixtures may
+// hold a list.
+std::vector<int> ranks_of(const json& v) {
+  std::vector<int> out;
+  if (v.is_array()) {
+    for (const json& r : v) {
+      if (r.is_number_integer()) out.push_back(r.get<int>());
+    }
+    return out;
+  }
+  const std::string s = text_of(v);
+  for (size_t i = 0; i < s.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+    out.push_back(std::stoi(s.substr(i, std::min<size_t>(end - i, 9))));
+    i = end;
+  }
+  return out;
+}
+
+// c10::ScalarType names as PyTorch's recorder writes them, in ddx's spelling.
+std::string dtype_name(const std::string& s) {
+  static const std::map<std::string, std::string> names = {
+      {"Float", "float32"},   {"Double", "float64"}, {"Half", "float16"},     {"BFloat16", "bfloat16"},
+      {"Long", "int64"},      {"Int", "int32"},      {"Short", "int16"},      {"Char", "int8"},
+      {"Byte", "uint8"},      {"Bool", "bool"},      {"ComplexFloat", "complex64"},
+      {"ComplexDouble", "complex128"}, {"Float8_e4m3fn", "float8_e4m3fn"}, {"Float8_e5m2", "float8_e5m2"}};
+  auto it = names.find(s);
+  return it == names.end() ? s : it->second;
+}
+
+struct ProfilingName {
+  std::string backend, op;
+  int peer = -1;  // group rank of the other side of a send/recv
+  int self = -1;  // this rank's group rank, as the send/recv names it
+  bool p2p = false;
+};
+
+// "nccl:all_reduce", "gloo:broadcast", "nccl:coalesced", "nccl:send 1->2", "nccl:recv 3<-0".
+ProfilingName parse_profiling_name(const std::string& name) {
+  ProfilingName p;
+  const size_t colon = name.find(':');
+  p.backend = colon == std::string::npos ? "" : name.substr(0, colon);
+  std::string rest = colon == std::string::npos ? name : name.substr(colon + 1);
+  const size_t space = rest.find(' ');
+  p.op = rest.substr(0, space);
+  if ((p.op == "send" || p.op == "recv") && space != std::string::npos) {
+    p.p2p = true;
+    const std::string ends = rest.substr(space + 1);
+    const size_t arrow = ends.find(p.op == "send" ? "->" : "<-");
+    if (arrow != std::string::npos) {
+      try {
+        p.self = std::stoi(ends.substr(0, arrow));
+        p.peer = std::stoi(ends.substr(arrow + 2));
+      } catch (const std::exception&) {
+        p.self = p.peer = -1;
+      }
+    }
+  }
+  return p;
+}
+
+std::vector<int64_t> first_shape(const json& sizes) {
+  std::vector<int64_t> out;
+  if (!sizes.is_array() || sizes.empty() || !sizes[0].is_array()) return out;
+  for (const json& d : sizes[0]) {
+    if (d.is_number_integer()) out.push_back(d.get<int64_t>());
+  }
+  return out;
+}
+
+int64_t total_numel(const json& sizes) {
+  int64_t total = 0;
+  if (!sizes.is_array()) return 0;
+  for (const json& shape : sizes) {
+    if (!shape.is_array()) continue;
+    int64_t n = 1;
+    for (const json& d : shape) n *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    total += n;
+  }
+  return total;
+}
+
+// torch's own frames (distributed_c10d.py, c10d_logger.py's wrapper, FSDP internals) come
+// before the user's call: the call site is the first frame outside the torch package.
+bool inside_torch(const std::string& file) {
+  return file.find("/torch/") != std::string::npos || file.rfind("torch/", 0) == 0 || file.rfind("<frozen", 0) == 0;
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void read_frames(const json& e, Entry& x) {
+  if (!has(e, "frames") || !e.at("frames").is_array()) return;
+  std::string site;
+  for (const json& f : e.at("frames")) {
+    const std::string file = string_of(f, "filename");
+    const std::string line = string_of(f, "line");
+    const std::string function = string_of(f, "name");
+    x.stack.push_back(file + ":" + line + " in " + function);
+    if (site.empty() && !file.empty() && !inside_torch(file)) site = base_name(file) + ":" + line + " " + function;
+  }
+  x.call_site = site;
+}
+
+Entry entry_from(const json& e) {
+  Entry x;
+  x.id = static_cast<uint64_t>(std::max<int64_t>(0, int_of(e, "record_id", 0)));
+  const ProfilingName name = parse_profiling_name(string_of(e, "profiling_name"));
+  x.backend = name.backend;
+  x.op = name.op;
+  x.peer = name.peer;
+  x.p2p = has(e, "is_p2p") ? e.at("is_p2p").get<bool>() : name.p2p;
+  if (has(e, "process_group") && e.at("process_group").is_array() && !e.at("process_group").empty()) {
+    x.group = text_of(e.at("process_group")[0]);
+  } else {
+    x.group = string_of(e, "pg_id");
+  }
+  const int64_t seq = x.p2p ? int_of(e, "p2p_seq_id", int_of(e, "seq_id", 0))
+                            : int_of(e, "collective_seq_id", int_of(e, "seq_id", 0));
+  x.seq = static_cast<uint64_t>(std::max<int64_t>(0, seq));
+  const json inputs = has(e, "input_sizes") ? e.at("input_sizes") : json::array();
+  x.in_shape = first_shape(inputs);
+  x.out_shape = first_shape(has(e, "output_sizes") ? e.at("output_sizes") : json::array());
+  x.numel = total_numel(inputs);
+  for (const char* key : {"input_dtypes", "output_dtypes"}) {
+    if (x.dtype.empty() && has(e, key) && e.at(key).is_array() && !e.at(key).empty()) {
+      x.dtype = dtype_name(text_of(e.at(key)[0]));
+    }
+  }
+  x.enqueue_us = int_of(e, "time_created_ns", 0) / 1000;
+  x.start_us = int_of(e, "time_discovered_started_ns", 0) / 1000;
+  x.end_us = int_of(e, "time_discovered_completed_ns", 0) / 1000;
+  x.state = string_of(e, "state");
+  read_frames(e, x);
+  return x;
+}
+
+// What PyTorch's states mean for the analysis. NCCL marks an entry completed when its end event
+// fires, and retires it from the watchdog's list on completion or on timeout: retired and not
+// completed is a timed-out collective. Gloo never updates the state (every entry stays
+// "scheduled") and retires a work on success and on failure alike, so its entries are settled
+// across ranks once every dump is read (settle_gloo_states).
+void settle_state(Entry& x, bool retired, int64_t timeout_ms) {
+  if (x.state == "completed") return;
+  if (x.state != "scheduled" && x.state != "started") x.state = "scheduled";
+  if (!retired || x.backend == "gloo") return;
+  x.state = "failed";
+  x.error = "timed out after " + std::to_string(timeout_ms) + " ms";
+  x.end_us = x.enqueue_us + timeout_ms * 1000;
+}
+
+// Gloo: a collective some member got past completed for everyone; the newest one completed too
+// when every member left a dump that holds it with the same call. Otherwise the ranks holding
+// the newest one were still in it: it never completed for the group.
+void settle_gloo_states(TraceSet& traces) {
+  std::map<std::string, uint64_t> front;
+  for (const auto& [rank, d] : traces.dumps) {
+    for (const Entry& x : d.entries) {
+      if (x.backend == "gloo" && !x.p2p) front[x.group] = std::max(front[x.group], x.seq);
+    }
+  }
+  auto call = [](const Entry& x) { return x.op + "|" + x.dtype + "|" + std::to_string(x.numel); };
+  std::map<std::string, bool> front_done;
+  for (const auto& [group, seq] : front) {
+    std::string first;
+    bool done = true;
+    std::vector<int> members;
+    for (const auto& [rank, d] : traces.dumps) {
+      for (const Entry& x : d.entries) {
+        if (x.group == group && !x.p2p && !x.group_ranks.empty()) members = x.group_ranks;
+      }
+    }
+    for (int m : members) {
+      auto it = traces.dumps.find(m);
+      const Entry* at = nullptr;
+      if (it != traces.dumps.end()) {
+        for (const Entry& x : it->second.entries) {
+          if (x.group == group && !x.p2p && x.seq == seq) at = &x;
+        }
+      }
+      if (!at) {
+        done = false;
+        break;
+      }
+      if (first.empty()) first = call(*at);
+      done = done && call(*at) == first;
+    }
+    front_done[group] = done && !members.empty();
+  }
+  for (auto& [rank, d] : traces.dumps) {
+    for (Entry& x : d.entries) {
+      if (x.backend != "gloo" || x.p2p || x.state != "scheduled") continue;
+      if (x.seq < front[x.group] || front_done[x.group]) x.state = "completed";
+    }
+  }
+}
+
+}  // namespace
+
+bool is_pytorch_dump(const nlohmann::json& doc) {
+  return doc.is_object() && doc.contains("version") && doc.at("version").is_string() && doc.contains("entries") &&
+         doc.at("entries").is_array() && !doc.contains("format");
+}
+
+RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::string& path, int64_t file_time_us) {
+  if (!is_pytorch_dump(doc)) throw std::runtime_error("not a PyTorch flight recorder dump (no \"version\" and \"entries\")");
+  const std::string version = doc.at("version").get<std::string>();
+  if (version.rfind("2.", 0) != 0) {
+    throw std::runtime_error("PyTorch flight recorder format " + version + " (this ddx reads 2.x)");
+  }
+  RankDump d;
+  d.path = path;
+  d.rank = rank;
+  d.format = "pytorch " + version;
+  d.dump_steady_us = file_time_us;  // entries carry unix times, as does this
+  d.dump_unix_ms = file_time_us / 1000;
+
+  // Groups: their members from pg_config (NCCL; Gloo leaves them empty), their positions from
+  // pg_status, which is keyed by pg_id where entries say process_group.
+  std::map<std::string, std::vector<int>> members;
+  const json config = has(doc, "pg_config") ? doc.at("pg_config") : json::object();
+  if (config.is_object()) {
+    for (const auto& [key, g] : config.items()) {
+      if (key.empty() || !g.is_object()) continue;
+      const std::string name = has(g, "name") && !string_of(g, "name").empty() ? string_of(g, "name") : key;
+      if (has(g, "ranks")) members[name] = ranks_of(g.at("ranks"));
+      if (name == "0" || string_of(g, "desc") == "default_pg") d.world_size = static_cast<int>(members[name].size());
+    }
+  }
+
+  const json& entries = doc.at("entries");
+  std::map<std::string, std::string> name_of_pg_id;
+  std::vector<bool> retired;
+  for (const json& e : entries) {
+    if (!e.is_object()) throw std::runtime_error("an entry that is not a dict");
+    Entry x = entry_from(e);
+    auto m = members.find(x.group);
+    if (m != members.end()) x.group_ranks = m->second;
+    if (has(e, "pg_id")) name_of_pg_id[string_of(e, "pg_id")] = x.group;
+    d.collective_timeout_ms = std::max(d.collective_timeout_ms, int_of(e, "timeout_ms", 0));
+    retired.push_back(int_of(e, "retired", 0) != 0);
+    d.entries.push_back(std::move(x));
+  }
+  for (size_t i = 0; i < d.entries.size(); ++i) settle_state(d.entries[i], retired[i], d.collective_timeout_ms);
+  // The rank in the file name against the dump's own word: a send/recv names this rank's place
+  // in its group.
+  for (size_t i = 0; i < d.entries.size(); ++i) {
+    const ProfilingName name = parse_profiling_name(string_of(entries[i], "profiling_name"));
+    const Entry& x = d.entries[i];
+    if (name.self >= 0 && name.self < static_cast<int>(x.group_ranks.size()) && x.group_ranks[name.self] != rank) {
+      throw std::runtime_error("its file name says rank " + std::to_string(rank) + ", its " + name.op + " #" +
+                               std::to_string(x.seq) + " on group " + x.group + " was issued by rank " +
+                               std::to_string(x.group_ranks[name.self]));
+    }
+  }
+  if (!d.entries.empty()) {
+    d.recorded_total = d.entries.back().id + 1;
+    d.wrapped = d.entries.front().id > 0;
+    if (d.wrapped) d.capacity = d.entries.size();
+  }
+
+  const json status = has(doc, "pg_status") ? doc.at("pg_status") : json::object();
+  if (status.is_object()) {
+    for (const auto& [pg_id, s] : status.items()) {
+      auto named = name_of_pg_id.find(pg_id);
+      const std::string name = named == name_of_pg_id.end() ? pg_id : named->second;
+      GroupPosition p;
+      p.last_enqueued = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_enqueued_collective", 0)));
+      p.last_started = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_started_collective", 0)));
+      p.last_completed = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_completed_collective", 0)));
+      auto m = members.find(name);
+      if (m != members.end()) p.ranks = m->second;
+      d.groups[name] = p;
+    }
+  }
+  for (const Entry& x : d.entries) {
+    if (d.groups.count(x.group)) continue;
+    GroupPosition p;
+    p.ranks = x.group_ranks;
+    d.groups[x.group] = p;
+  }
+  const std::string backend = d.entries.empty() ? "" : d.entries.front().backend;
+  d.reason = "PyTorch flight recorder" + (backend.empty() ? std::string() : " (" + backend + ")") + ", format " + version;
+  return d;
+}
+
+void finish_pytorch_dumps(TraceSet& traces) {
+  // Every group some dump knows, and which ranks know it.
+  std::map<std::string, std::vector<int>> known;
+  for (const auto& [rank, d] : traces.dumps) {
+    if (d.format == "ddx") continue;
+    for (const auto& [name, g] : d.groups) {
+      if (g.ranks.empty()) known[name].push_back(rank);
+    }
+  }
+  for (auto& [name, ranks] : known) {
+    std::sort(ranks.begin(), ranks.end());
+    // The default group is everyone, including the ranks that left no dump.
+    if (name == "0") {
+      ranks.clear();
+      for (int r = 0; r < traces.world_size; ++r) ranks.push_back(r);
+    }
+  }
+  for (auto& [rank, d] : traces.dumps) {
+    if (d.format == "ddx") continue;
+    for (auto& [name, g] : d.groups) {
+      auto k = known.find(name);
+      if (g.ranks.empty() && k != known.end()) g.ranks = k->second;
+    }
+    for (Entry& x : d.entries) {
+      auto k = known.find(x.group);
+      if (x.group_ranks.empty() && k != known.end()) x.group_ranks = k->second;
+    }
+  }
+  settle_gloo_states(traces);
+}
+
+}  // namespace ddx::analyze

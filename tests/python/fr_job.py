@@ -1,0 +1,109 @@
+"""A PyTorch Gloo job under torchrun with one planted fault and PyTorch's flight recorder on.
+
+Each rank writes its recorder dump (``$TORCH_FR_DUMP_TEMP_FILE<rank>``, PyTorch's own pickle,
+``torch._C._distributed_c10d._dump_fr_trace``) when a collective fails: Gloo, unlike NCCL, does
+not dump by itself on a timeout. A rank that never reaches a failing collective (stuck in
+compute) dumps when the job's deadline passes, from a thread, as NCCL's watchdog does when a
+peer asks. ``FR_FORMAT=json`` writes PyTorch's JSON dump instead of the pickle.
+
+Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step 2 of 5):
+  none       a healthy run; every rank dumps at the end
+  skip       the culprit skips the step's all_reduce
+  op         the culprit calls broadcast where the others call all_reduce
+  size       the culprit's all_reduce has 9 elements, the others' 8
+  dtype      the culprit's all_reduce is float64, the others' float32
+  compute    the culprit is stuck in Python (a sleep) before the step's all_reduce
+  kill       the culprit dies (SIGKILL) before the step's all_reduce: it leaves no dump
+  subgroup   the job also reduces in pairs (new_group [0,1] and [2,3]); the culprit skips its
+             pair's all_reduce, while the world group's all_reduces stay matched until then
+"""
+
+import datetime
+import os
+import signal
+import sys
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+FAULT = os.environ.get("FR_FAULT", "none")
+CULPRIT = int(os.environ.get("FR_CULPRIT", "2"))
+TIMEOUT_S = float(os.environ.get("FR_TIMEOUT_S", "4"))
+DEADLINE_S = float(os.environ.get("FR_DEADLINE_S", "15"))
+JSON = os.environ.get("FR_FORMAT", "pickle") == "json"
+dumped = threading.Lock()
+
+
+def dump(rank):
+    """Writes this rank's dump once, atomically (a reader never sees half a file)."""
+    if not dumped.acquire(blocking=False):
+        return
+    data = (
+        torch._C._distributed_c10d._dump_fr_trace_json()
+        if JSON
+        else torch._C._distributed_c10d._dump_fr_trace()
+    )
+    if isinstance(data, str):
+        data = data.encode()
+    path = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank) + (".json" if JSON else "")
+    with open(path + ".tmp", "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    os.rename(path + ".tmp", path)
+
+
+def at_deadline(rank):
+    time.sleep(DEADLINE_S)
+    dump(rank)
+    os._exit(0)
+
+
+def reduce(t, group=None):
+    dist.all_reduce(t, group=group)
+
+
+def train_step(rank, step, pair):
+    faulty = rank == CULPRIT and step == 2
+    grads = torch.ones(8)
+    if faulty and FAULT == "compute":
+        time.sleep(3600)
+    if faulty and FAULT == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if faulty and FAULT == "skip":
+        pass
+    elif faulty and FAULT == "op":
+        dist.broadcast(grads, src=0)
+    elif faulty and FAULT == "size":
+        reduce(torch.ones(9))
+    elif faulty and FAULT == "dtype":
+        reduce(torch.ones(8, dtype=torch.float64))
+    else:
+        reduce(grads)
+    if pair is not None and not (faulty and FAULT == "subgroup"):
+        reduce(torch.ones(4), group=pair)
+
+
+def main():
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    rank = dist.get_rank()
+    threading.Thread(target=at_deadline, args=(rank,), daemon=True).start()
+    pair = None
+    if FAULT == "subgroup":
+        pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+        pair = pairs[rank // 2]
+    try:
+        for step in range(5):
+            train_step(rank, step, pair)
+        dist.barrier()
+    except Exception as e:  # the timed-out or failed collective: what NCCL's watchdog would dump on
+        print(f"rank {rank}: {type(e).__name__}: {str(e).splitlines()[0][:160]}", file=sys.stderr)
+    dump(rank)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
