@@ -156,12 +156,32 @@ int calls_at_site(const GroupView& g, int rank, const std::string& site, uint64_
 // skipped collective: a loop that calls the same all_reduce every step has one call site for
 // all of them, so only the count shows that the culprit left one out and moved on to its next
 // collective (PyTorch's recorder gives the call site from its stack).
+// The user's frames of a recorded stack (PyTorch's own frames left out), innermost first.
+std::vector<std::string> user_frames(const Entry& e) {
+  std::vector<std::string> out;
+  for (const std::string& frame : e.stack) {
+    if (frame.find("/torch/") == std::string::npos) out.push_back(frame);
+  }
+  return out;
+}
+
+// Whether the culprit's call came from the same place in the user's code as the others' (a frame
+// they share below the outermost one): it then called another op in place of theirs, rather
+// than leaving theirs out and going on to the next.
+bool same_caller(const Entry& mine, const Entry& theirs) {
+  const std::vector<std::string> t = user_frames(theirs), m = user_frames(mine);
+  for (size_t i = 0; i + 1 < t.size(); ++i) {
+    if (std::find(m.begin(), m.end(), t[i]) != m.end()) return true;
+  }
+  return false;
+}
+
 void skipped_instead_of_mismatched(const GroupView& g, Finding& f) {
   if (f.culprits.size() != 1 || f.affected.empty()) return;
   const int culprit = f.culprits.front();
   const Entry& mine = *g.entries.at(culprit).at(f.seq);
   const Entry& theirs = *g.entries.at(f.affected.front()).at(f.seq);
-  if (theirs.call_site.empty() || mine.call_site == theirs.call_site) return;
+  if (theirs.call_site.empty() || mine.call_site == theirs.call_site || same_caller(mine, theirs)) return;
   // Counted from the first number every rank still has (a wrapped ring buffer lost the rest).
   uint64_t first = 0;
   for (const auto& [rank, by_seq] : g.entries) first = std::max(first, by_seq.begin()->first);

@@ -47,6 +47,78 @@ std::vector<Finding> unexplained_failures(const TraceSet& traces) {
   return out;
 }
 
+// Whether `rank` issued its collectives, across all its groups, in another order than most
+// ranks did: at some record number its call (its recorded stack, else its call site) differs from
+// the one most ranks made there. Record numbers count every op a rank recorded, so they line
+// up across ranks that run the same program.
+bool leaves_program_order(const TraceSet& traces, int rank) {
+  auto site = [](const Entry& e) {
+    std::string s;
+    for (const std::string& frame : e.stack) s += frame + "|";
+    return s.empty() ? e.call_site : s;
+  };
+  auto mine = traces.dumps.find(rank);
+  if (mine == traces.dumps.end()) return false;
+  for (const Entry& e : mine->second.entries) {
+    const std::string own = site(e);
+    if (own.empty()) continue;
+    std::map<std::string, int> votes;
+    for (const auto& [r, d] : traces.dumps) {
+      if (r == rank) continue;
+      for (const Entry& x : d.entries) {
+        if (x.id == e.id) ++votes[site(x)];
+      }
+    }
+    if (votes.empty()) continue;
+    const auto top = std::max_element(votes.begin(), votes.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (top->first != own && top->second * 2 > static_cast<int>(traces.dumps.size() - 1)) return true;
+  }
+  return false;
+}
+
+// Collectives still in flight past their timeout that nothing else explains. A rank alone in its
+// group (a world of one, a one-rank sub-group) stuck in one is the culprit: its own device work
+// never finished it. Where every member is in it, nothing shows which rank is to blame.
+std::vector<Finding> stuck_past_timeout(const TraceSet& traces) {
+  std::map<std::pair<std::string, uint64_t>, Finding> by_op;
+  for (const auto& [rank, d] : traces.dumps) {
+    if (d.collective_timeout_ms <= 0) continue;
+    for (const Entry& e : d.entries) {
+      if (!e.in_flight() || e.enqueue_us <= 0) continue;
+      const double age = d.seconds_before_dump(e.enqueue_us);
+      if (age * 1000 < d.collective_timeout_ms) continue;
+      Finding& f = by_op[{e.group + (e.p2p ? "/p2p" : ""), e.seq}];
+      if (f.affected.empty()) {
+        f.group = e.group;
+        f.seq = e.seq;
+        f.p2p = e.p2p;
+        f.op = e.op;
+        f.call_site = e.call_site;
+      }
+      f.affected.push_back(rank);
+      f.evidence.push_back("rank " + std::to_string(rank) + ": " + describe(e) + " in flight " + detail::seconds(age) +
+                           ", its timeout " + detail::seconds(d.collective_timeout_ms / 1000.0));
+      if (e.group_ranks.size() <= 1) {
+        f.kind = FindingKind::Stuck;
+        f.culprits = {rank};
+        f.summary = "rank " + std::to_string(rank) + " is stuck in " + describe(e) + " (in flight " +
+                    detail::seconds(age) + ", past its " + detail::seconds(d.collective_timeout_ms / 1000.0) +
+                    " timeout), the only rank of its group: its own device work never finished it";
+        f.decided_by = "alone in its group";
+      } else {
+        f.kind = FindingKind::Failed;
+        f.summary = describe(e) + " is in flight past its timeout on " + rank_list(f.affected) +
+                    " and nothing shows which rank caused it";
+        f.decided_by = "undecided";
+      }
+    }
+  }
+  std::vector<Finding> out;
+  for (auto& [key, f] : by_op) out.push_back(std::move(f));
+  return out;
+}
+
 // Why the rank first dumped, in a few words: "timeout", "failed op", "requested by rank 1",
 // "SIGUSR2", "SIGTERM", "dead peer", "uncaught exception" (later triggers in parentheses).
 std::string trigger_label(const std::string& reason) {
@@ -100,7 +172,15 @@ Diagnosis diagnose(const TraceSet& traces) {
   for (Finding& f : all) {
     const Finding* cause = nullptr;
     for (const Finding& other : all) {
-      if (&other != &f && waits_elsewhere(f, other) && !waits_elsewhere(other, f)) cause = &other;
+      if (&other == &f || !waits_elsewhere(f, other)) continue;
+      // Each waits on the other's culprit (rank 2 left out its sub-group's all_reduce and went
+      // on to the world's, where it waits for rank 3, who waits in the sub-group for rank 2):
+      // the one that left the program order the others follow started it.
+      if (waits_elsewhere(other, f) &&
+          !(leaves_program_order(traces, other.culprits.front()) && !leaves_program_order(traces, f.culprits.front()))) {
+        continue;
+      }
+      cause = &other;
     }
     if (cause) {
       f.summary += " (it waits on " + detail::rank_list(cause->culprits) + " in group " + cause->group + ")";
@@ -122,6 +202,9 @@ Diagnosis diagnose(const TraceSet& traces) {
   }
   if (dx.findings.empty()) {
     for (auto& f : unexplained_failures(traces)) dx.findings.push_back(std::move(f));
+  }
+  if (dx.findings.empty()) {
+    for (auto& f : stuck_past_timeout(traces)) dx.findings.push_back(std::move(f));
   }
   detail::add_pipeline_stages(traces, dx.findings);
   // Evidence table.

@@ -156,6 +156,16 @@ void read_frames(const json& e, Entry& x) {
   x.call_site = site;
 }
 
+// "0 (default_pg)", "1 (stuck_subgroup)": PyTorch's group name with the description users give
+// new_group(group_desc=...), left out where PyTorch wrote none ("undefined").
+std::string group_label(const std::string& name, const std::string& desc) {
+  return desc.empty() || desc == "undefined" ? name : name + " (" + desc + ")";
+}
+
+bool is_default_group(const std::string& label) {
+  return label == "0" || label.rfind("0 (", 0) == 0;
+}
+
 Entry entry_from(const json& e) {
   Entry x;
   x.id = static_cast<uint64_t>(std::max<int64_t>(0, int_of(e, "record_id", 0)));
@@ -249,6 +259,24 @@ void settle_gloo_states(TraceSet& traces) {
   }
 }
 
+// Each group's position from its entries (pg_status kept only for groups no entry is left of).
+void positions_from_entries(RankDump& d) {
+  std::map<std::string, GroupPosition> fresh;
+  for (const Entry& x : d.entries) {
+    GroupPosition& p = fresh[x.group];
+    if (p.ranks.empty()) p.ranks = x.group_ranks;
+    if (x.p2p) continue;
+    p.last_enqueued = std::max(p.last_enqueued, x.seq);
+    if (x.state == "started" || x.completed()) p.last_started = std::max(p.last_started, x.seq);
+    if (x.completed()) p.last_completed = std::max(p.last_completed, x.seq);
+    if (x.in_flight()) ++p.in_flight;
+  }
+  for (auto& [name, p] : fresh) {
+    if (p.ranks.empty() && d.groups.count(name)) p.ranks = d.groups[name].ranks;
+    d.groups[name] = p;
+  }
+}
+
 }  // namespace
 
 bool is_pytorch_dump(const nlohmann::json& doc) {
@@ -271,14 +299,17 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
 
   // Groups: their members from pg_config (NCCL; Gloo leaves them empty), their positions from
   // pg_status, which is keyed by pg_id where entries say process_group.
-  std::map<std::string, std::vector<int>> members;
+  std::map<std::string, std::vector<int>> members;  // by group label
+  std::map<std::string, std::string> desc_of;        // by PyTorch's group name
   const json config = has(doc, "pg_config") ? doc.at("pg_config") : json::object();
   if (config.is_object()) {
     for (const auto& [key, g] : config.items()) {
       if (key.empty() || !g.is_object()) continue;
       const std::string name = has(g, "name") && !string_of(g, "name").empty() ? string_of(g, "name") : key;
-      if (has(g, "ranks")) members[name] = ranks_of(g.at("ranks"));
-      if (name == "0" || string_of(g, "desc") == "default_pg") d.world_size = static_cast<int>(members[name].size());
+      desc_of[name] = string_of(g, "desc");
+      const std::string label = group_label(name, desc_of[name]);
+      if (has(g, "ranks")) members[label] = ranks_of(g.at("ranks"));
+      if (is_default_group(label)) d.world_size = static_cast<int>(members[label].size());
     }
   }
 
@@ -288,6 +319,11 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   for (const json& e : entries) {
     if (!e.is_object()) throw std::runtime_error("an entry that is not a dict");
     Entry x = entry_from(e);
+    std::string desc = desc_of.count(x.group) ? desc_of[x.group] : "";
+    if (has(e, "process_group") && e.at("process_group").is_array() && e.at("process_group").size() > 1) {
+      desc = text_of(e.at("process_group")[1]);
+    }
+    x.group = group_label(x.group, desc);
     auto m = members.find(x.group);
     if (m != members.end()) x.group_ranks = m->second;
     if (has(e, "pg_id")) name_of_pg_id[string_of(e, "pg_id")] = x.group;
@@ -296,6 +332,27 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
     d.entries.push_back(std::move(x));
   }
   for (size_t i = 0; i < d.entries.size(); ++i) settle_state(d.entries[i], retired[i], d.collective_timeout_ms);
+  // Inside a coalesced batch (batch_isend_irecv, _coalescing_manager) only the batch's trailing
+  // "coalesced" entry is ever completed and retired; the ops before it, up to its op_id, stay
+  // "scheduled" although they ran with it.
+  int64_t done_through = -1;
+  for (size_t i = d.entries.size(); i-- > 0;) {
+    const Entry& x = d.entries[i];
+    const int64_t op_id = int_of(entries[i], "op_id", -1);
+    if (x.op == "coalesced" && x.completed()) done_through = std::max(done_through, op_id);
+    if (!x.completed() && x.op != "coalesced" && op_id >= 0 && op_id <= done_through) d.entries[i].state = "completed";
+  }
+  // When the dump was taken: PyTorch does not say. The file's time is right where the dump was
+  // written, not where it was copied or checked out later; a file time past the newest event
+  // by more than three timeouts is a copy's, and the newest event plus one timeout (the earliest
+  // the timeout dump can have been written) stands in.
+  int64_t newest = 0;
+  for (const Entry& x : d.entries) newest = std::max({newest, x.enqueue_us, x.start_us, x.end_us});
+  const int64_t timeout_us = d.collective_timeout_ms * 1000;
+  if (newest > 0 && timeout_us > 0 && (file_time_us <= 0 || file_time_us > newest + 3 * timeout_us)) {
+    d.dump_steady_us = newest + timeout_us;
+    d.dump_unix_ms = d.dump_steady_us / 1000;
+  }
   // The rank in the file name against the dump's own word: a send/recv names this rank's place
   // in its group.
   for (size_t i = 0; i < d.entries.size(); ++i) {
@@ -317,22 +374,22 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   if (status.is_object()) {
     for (const auto& [pg_id, s] : status.items()) {
       auto named = name_of_pg_id.find(pg_id);
-      const std::string name = named == name_of_pg_id.end() ? pg_id : named->second;
+      const std::string name = named != name_of_pg_id.end() ? named->second
+                               : desc_of.count(pg_id)     ? group_label(pg_id, desc_of[pg_id])
+                                                          : pg_id;
+      // After a point-to-point op, pg_status holds the p2p counter where it said the collective
+      // one (torch 2.11): its numbers stand in only for a group no entry is left of.
       GroupPosition p;
       p.last_enqueued = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_enqueued_collective", 0)));
       p.last_started = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_started_collective", 0)));
       p.last_completed = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_completed_collective", 0)));
+      if (name_of_pg_id.count(pg_id)) p = GroupPosition{};
       auto m = members.find(name);
       if (m != members.end()) p.ranks = m->second;
       d.groups[name] = p;
     }
   }
-  for (const Entry& x : d.entries) {
-    if (d.groups.count(x.group)) continue;
-    GroupPosition p;
-    p.ranks = x.group_ranks;
-    d.groups[x.group] = p;
-  }
+  positions_from_entries(d);
   const std::string backend = d.entries.empty() ? "" : d.entries.front().backend;
   d.reason = "PyTorch flight recorder" + (backend.empty() ? std::string() : " (" + backend + ")") + ", format " + version;
   return d;
@@ -350,7 +407,7 @@ void finish_pytorch_dumps(TraceSet& traces) {
   for (auto& [name, ranks] : known) {
     std::sort(ranks.begin(), ranks.end());
     // The default group is everyone, including the ranks that left no dump.
-    if (name == "0") {
+    if (is_default_group(name)) {
       ranks.clear();
       for (int r = 0; r < traces.world_size; ++r) ranks.push_back(r);
     }
@@ -367,6 +424,9 @@ void finish_pytorch_dumps(TraceSet& traces) {
     }
   }
   settle_gloo_states(traces);
+  for (auto& [rank, d] : traces.dumps) {
+    if (d.format != "ddx") positions_from_entries(d);
+  }
 }
 
 }  // namespace ddx::analyze
