@@ -11,6 +11,7 @@ const char* to_string(FindingKind kind) {
     case FindingKind::OpMismatch: return "op-mismatch";
     case FindingKind::DtypeMismatch: return "dtype-mismatch";
     case FindingKind::SizeMismatch: return "size-mismatch";
+    case FindingKind::MembershipMismatch: return "membership-mismatch";
     case FindingKind::P2PDeadlock: return "p2p-deadlock";
     case FindingKind::DeadRank: return "dead-rank";
     case FindingKind::StoppedPeer: return "stopped-peer";

@@ -2,13 +2,18 @@
 // Exit status: 0 no problem found, 1 a problem was found, 2 bad input.
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analyzer/diagnosis.h"
 #include "analyzer/dump_loader.h"
+#include "analyzer/entry_listing.h"
 #include "analyzer/report.h"
+#include "analyzer/timeline.h"
 #include "cli/commands.h"
+#include "ddx/atomic_file.h"
+#include "ddx/errors.h"
 
 namespace ddx::cli {
 
@@ -18,6 +23,10 @@ Subcommand add_analyze_command(CLI::App& app) {
     std::string prefix;
     bool json = false;
     int world_size = 0;
+    std::string trace;
+    bool just_print_entries = false;
+    std::vector<int> selected_ranks;
+    std::vector<std::string> pg_filters;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand(
@@ -35,13 +44,45 @@ Subcommand add_analyze_command(CLI::App& app) {
   cmd->add_option("--world-size", flags->world_size,
                   "Number of ranks in the job, when no dump says so (every dump missing but a few)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--trace", flags->trace,
+                  "Also write every rank's ops as a Chrome/Perfetto trace to this file (open in ui.perfetto.dev), "
+                  "and the same as a picture beside it (<file without .json>.svg)");
+  // torchfrtrace's flags, by the same names (docs/analyze-pytorch.md puts them side by side).
+  CLI::Option* just = cmd->add_flag("-j,--just-print-entries,--just_print_entries", flags->just_print_entries,
+                                    "Print each rank's recorded ops as a table instead of analysing them");
+  cmd->add_option("--selected-ranks", flags->selected_ranks, "With -j: only these ranks")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(just);
+  cmd->add_option("--pg-filters", flags->pg_filters,
+                  "With -j: only these process groups, by name or description (0, default_pg, tp/1)")
+      ->needs(just);
   return {cmd, [flags]() {
             analyze::TraceSet traces = analyze::load_traces(flags->inputs, flags->prefix, flags->world_size);
             // Each file that could not be used: one line on stderr, and the analysis goes on.
             for (const analyze::DumpProblem& p : traces.problems) {
               if (p.kind != "missing") std::fprintf(stderr, "ddx analyze: warning: %s\n", p.detail.c_str());
             }
+            if (flags->just_print_entries) {
+              const std::set<int> ranks(flags->selected_ranks.begin(), flags->selected_ranks.end());
+              const std::string text = analyze::render_entries(traces, ranks, flags->pg_filters);
+              std::fwrite(text.data(), 1, text.size(), stdout);
+              return 0;
+            }
             analyze::Diagnosis dx = analyze::diagnose(traces);
+            if (!flags->trace.empty()) {
+              const analyze::Timeline timeline = analyze::build_timeline(traces, dx);
+              std::string svg = flags->trace;
+              if (svg.size() > 5 && svg.compare(svg.size() - 5, 5, ".json") == 0) svg.resize(svg.size() - 5);
+              svg += ".svg";
+              try {
+                write_file_atomically(flags->trace, analyze::render_chrome_trace(timeline));
+                write_file_atomically(svg, analyze::render_timeline_svg(timeline));
+              } catch (const std::exception& e) {
+                throw UsageError(std::string("--trace: ") + e.what());
+              }
+              std::fprintf(stderr, "ddx analyze: wrote %s (open it in ui.perfetto.dev or chrome://tracing) and %s\n",
+                           flags->trace.c_str(), svg.c_str());
+            }
             const std::string text = flags->json ? analyze::render_json(traces, dx) : analyze::render_text(traces, dx);
             std::fwrite(text.data(), 1, text.size(), stdout);
             return dx.findings.empty() ? 0 : 1;

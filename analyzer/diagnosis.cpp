@@ -153,6 +153,7 @@ Diagnosis diagnose(const TraceSet& traces) {
   for (auto& f : detail::find_p2p_deadlocks(traces)) all.push_back(std::move(f));
   for (auto& f : detail::find_dead_ranks(traces)) all.push_back(std::move(f));
   for (auto& f : detail::find_stopped_peers(traces)) all.push_back(std::move(f));
+  for (auto& f : detail::find_membership_mismatches(traces)) all.push_back(std::move(f));
   std::stable_sort(all.begin(), all.end(), [](const Finding& a, const Finding& b) {
     return static_cast<int>(a.kind) < static_cast<int>(b.kind);
   });

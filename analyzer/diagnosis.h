@@ -17,6 +17,7 @@ enum class FindingKind {
   OpMismatch,         // ranks called different collectives at the same sequence number
   DtypeMismatch,
   SizeMismatch,
+  MembershipMismatch, // ranks list different members for the same group
   P2PDeadlock,        // two ranks both sending to (or both receiving from) each other
   DeadRank,           // no dump, and peers saw it go (heartbeat stopped, connection closed)
   StoppedPeer,        // ranks wait in a send/recv on a rank that has nothing in flight
@@ -68,6 +69,7 @@ std::vector<Finding> find_collective_problems(const TraceSet& traces);
 std::vector<Finding> find_p2p_deadlocks(const TraceSet& traces);
 std::vector<Finding> find_dead_ranks(const TraceSet& traces);
 std::vector<Finding> find_stopped_peers(const TraceSet& traces);
+std::vector<Finding> find_membership_mismatches(const TraceSet& traces);
 
 // Pipeline ranks (`--strategy pp`, pipeline_stages.cpp): the group of the mesh's "pp"
 // dimension a rank belongs to, its position there and the stages it runs.

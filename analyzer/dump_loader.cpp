@@ -7,11 +7,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "analyzer/pickle_json.h"
 #include "analyzer/pytorch_dump.h"
@@ -205,6 +209,71 @@ RankDump read_any_dump(const fs::path& path, int rank) {
   return parse_dump(text, path.string());
 }
 
+struct ReadResult {
+  RankDump dump;
+  std::string error;  // why the file could not be used; empty when `dump` holds it
+};
+
+std::vector<ReadResult> read_all(const std::vector<std::pair<int, fs::path>>& files) {
+  std::vector<ReadResult> out(files.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        out[i].dump = read_any_dump(files[i].second, files[i].first);
+      } catch (const std::exception& e) {
+        out[i].error = e.what();
+        if (out[i].error.empty()) out[i].error = "unreadable";
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>({files.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return out;
+}
+
+// A pickle ddx wrote beside its own JSON dump of the same moment.
+bool is_ddx_twin(const RankDump& json_dump, const RankDump& pickle) {
+  return json_dump.format == "ddx" && pickle.format.find("written by ddx") != std::string::npos &&
+         json_dump.pid == pickle.pid && json_dump.host == pickle.host;
+}
+
+// PyTorch's dumps carry no job id. One left in the folder by another run shows as a world group
+// of another size than most dumps', or as a dump taken far apart from the others (the ranks of
+// one hang dump within a few timeouts of each other): why, or "" when it fits.
+std::string other_pytorch_run(const std::map<int, RankDump>& parsed, const RankDump& d) {
+  if (d.format.rfind("pytorch", 0) != 0 || !d.job_id.empty()) return "";
+  std::map<int, int> size_votes;
+  std::vector<int64_t> times;
+  int64_t timeout_ms = 0;
+  for (const auto& [rank, other] : parsed) {
+    if (other.format.rfind("pytorch", 0) != 0 || !other.job_id.empty()) continue;
+    if (other.world_size > 0) ++size_votes[other.world_size];
+    times.push_back(other.dump_unix_ms);
+    timeout_ms = std::max(timeout_ms, other.collective_timeout_ms);
+  }
+  int common_size = 0, most = 0;
+  for (const auto& [size, votes] : size_votes) {
+    if (votes > most) common_size = size, most = votes;
+  }
+  if (d.world_size > 0 && common_size > 0 && d.world_size != common_size && size_votes[d.world_size] < most) {
+    return "its world group has " + std::to_string(d.world_size) + " ranks, most dumps' " + std::to_string(common_size);
+  }
+  std::sort(times.begin(), times.end());
+  const int64_t median = times[times.size() / 2];
+  const int64_t gap_ms = std::max<int64_t>(3600 * 1000, 4 * timeout_ms);
+  const int64_t off = d.dump_unix_ms - median;
+  if (std::llabs(off) > gap_ms) {
+    char hours[32];
+    std::snprintf(hours, sizeof hours, "%.1f h", std::llabs(off) / 3.6e6);
+    return std::string("dumped ") + hours + (off < 0 ? " before" : " after") + " most of the others";
+  }
+  return "";
+}
+
 }  // namespace
 
 TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& prefix, int world_size) {
@@ -244,15 +313,31 @@ TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& 
   std::map<int, std::string> file_of_rank;
   std::map<std::string, int> job_votes;
   int sizes_seen = 0;
-  for (const auto& [rank, path] : files) {
+  // Reading and decoding is most of the time on a thousand dumps: spread over the cores.
+  std::vector<ReadResult> read = read_all(files);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& [rank, path] = files[i];
     const std::string name = path.string();
     try {
-      RankDump d = read_any_dump(path, rank);
+      if (!read[i].error.empty()) throw std::runtime_error(read[i].error);
+      RankDump d = std::move(read[i].dump);
       if (d.rank != rank) {
         set.problems.push_back({rank, "unreadable", name + ": holds rank " + std::to_string(d.rank) + "'s dump; skipped"});
         continue;
       }
       if (auto seen = file_of_rank.find(rank); seen != file_of_rank.end()) {
+        // ddx writing both layouts (DDX_FR_FORMAT=both) leaves the same dump twice: its JSON,
+        // which says more, is kept and the pickle is no second claim on the rank.
+        RankDump& first = parsed[rank];
+        if (is_ddx_twin(first, d) || is_ddx_twin(d, first)) {
+          if (d.format == "ddx") {
+            --job_votes[first.job_id];
+            ++job_votes[d.job_id];
+            file_of_rank[rank] = name;
+            first = std::move(d);
+          }
+          continue;
+        }
         set.problems.push_back({rank, "duplicate", name + ": a second dump of rank " + std::to_string(rank) + " (first: " +
                                                        seen->second + "); skipped"});
         continue;
@@ -284,6 +369,10 @@ TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& 
   for (auto& [rank, d] : parsed) {
     if (d.job_id != set.job_id) {
       set.problems.push_back({rank, "other-job", d.path + ": from job '" + d.job_id + "', not '" + set.job_id + "'; ignored"});
+      continue;
+    }
+    if (std::string why = other_pytorch_run(parsed, d); !why.empty()) {
+      set.problems.push_back({rank, "other-job", d.path + ": from another run (" + why + "); ignored"});
       continue;
     }
     set.dumps[rank] = std::move(d);

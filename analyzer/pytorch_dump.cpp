@@ -143,16 +143,23 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void read_frames(const json& e, Entry& x) {
+// A dump's entries mostly repeat a few stacks: each distinct one is stored once.
+using StackPool = std::map<std::vector<std::string>, Shared<std::vector<std::string>>>;
+
+void read_frames(const json& e, Entry& x, StackPool& pool) {
   if (!has(e, "frames") || !e.at("frames").is_array()) return;
   std::string site;
+  std::vector<std::string> stack;
   for (const json& f : e.at("frames")) {
     const std::string file = string_of(f, "filename");
     const std::string line = string_of(f, "line");
     const std::string function = string_of(f, "name");
-    x.stack.push_back(file + ":" + line + " in " + function);
+    stack.push_back(file + ":" + line + " in " + function);
     if (site.empty() && !file.empty() && !inside_torch(file)) site = base_name(file) + ":" + line + " " + function;
   }
+  auto it = pool.find(stack);
+  if (it == pool.end()) it = pool.emplace(stack, Shared<std::vector<std::string>>(stack)).first;
+  x.stack = it->second;
   x.call_site = site;
 }
 
@@ -162,11 +169,13 @@ std::string group_label(const std::string& name, const std::string& desc) {
   return desc.empty() || desc == "undefined" ? name : name + " (" + desc + ")";
 }
 
+// PyTorch names the world group "0"; ddx's own pickles name it "world". Both describe it
+// "default_pg".
 bool is_default_group(const std::string& label) {
-  return label == "0" || label.rfind("0 (", 0) == 0;
+  return label == "0" || label.rfind("0 (", 0) == 0 || label.find("(default_pg)") != std::string::npos;
 }
 
-Entry entry_from(const json& e) {
+Entry entry_from(const json& e, StackPool& stacks) {
   Entry x;
   x.id = static_cast<uint64_t>(std::max<int64_t>(0, int_of(e, "record_id", 0)));
   const ProfilingName name = parse_profiling_name(string_of(e, "profiling_name"));
@@ -195,7 +204,7 @@ Entry entry_from(const json& e) {
   x.start_us = int_of(e, "time_discovered_started_ns", 0) / 1000;
   x.end_us = int_of(e, "time_discovered_completed_ns", 0) / 1000;
   x.state = string_of(e, "state");
-  read_frames(e, x);
+  read_frames(e, x, stacks);
   return x;
 }
 
@@ -213,12 +222,15 @@ void settle_state(Entry& x, bool retired, int64_t timeout_ms) {
   x.end_us = x.enqueue_us + timeout_ms * 1000;
 }
 
+bool written_by_ddx(const RankDump& d) { return d.format.find("written by ddx") != std::string::npos; }
+
 // Gloo: a collective some member got past completed for everyone; the newest one completed too
 // when every member left a dump that holds it with the same call. Otherwise the ranks holding
 // the newest one were still in it: it never completed for the group.
 void settle_gloo_states(TraceSet& traces) {
   std::map<std::string, uint64_t> front;
   for (const auto& [rank, d] : traces.dumps) {
+    if (written_by_ddx(d)) continue;
     for (const Entry& x : d.entries) {
       if (x.backend == "gloo" && !x.p2p) front[x.group] = std::max(front[x.group], x.seq);
     }
@@ -252,6 +264,7 @@ void settle_gloo_states(TraceSet& traces) {
     front_done[group] = done && !members.empty();
   }
   for (auto& [rank, d] : traces.dumps) {
+    if (written_by_ddx(d)) continue;  // ddx records Gloo's completions itself
     for (Entry& x : d.entries) {
       if (x.backend != "gloo" || x.p2p || x.state != "scheduled") continue;
       if (x.seq < front[x.group] || front_done[x.group]) x.state = "completed";
@@ -299,7 +312,7 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
 
   // Groups: their members from pg_config (NCCL; Gloo leaves them empty), their positions from
   // pg_status, which is keyed by pg_id where entries say process_group.
-  std::map<std::string, std::vector<int>> members;  // by group label
+  std::map<std::string, Shared<std::vector<int>>> members;  // by group label
   std::map<std::string, std::string> desc_of;        // by PyTorch's group name
   const json config = has(doc, "pg_config") ? doc.at("pg_config") : json::object();
   if (config.is_object()) {
@@ -316,9 +329,11 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   const json& entries = doc.at("entries");
   std::map<std::string, std::string> name_of_pg_id;
   std::vector<bool> retired;
+  StackPool stacks;
+  d.entries.reserve(entries.size());
   for (const json& e : entries) {
     if (!e.is_object()) throw std::runtime_error("an entry that is not a dict");
-    Entry x = entry_from(e);
+    Entry x = entry_from(e, stacks);
     std::string desc = desc_of.count(x.group) ? desc_of[x.group] : "";
     if (has(e, "process_group") && e.at("process_group").is_array() && e.at("process_group").size() > 1) {
       desc = text_of(e.at("process_group")[1]);
@@ -392,12 +407,45 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   positions_from_entries(d);
   const std::string backend = d.entries.empty() ? "" : d.entries.front().backend;
   d.reason = "PyTorch flight recorder" + (backend.empty() ? std::string() : " (" + backend + ")") + ", format " + version;
+  // ddx's own recorder in PyTorch's layout (DDX_FR_FORMAT=pytorch) adds what PyTorch's has no
+  // place for: who wrote it, and why.
+  if (has(doc, "ddx") && doc.at("ddx").is_object()) {
+    const json& x = doc.at("ddx");
+    d.format += ", written by ddx";
+    d.rank = static_cast<int>(int_of(x, "rank", rank));
+    d.local_rank = static_cast<int>(int_of(x, "local_rank", 0));
+    d.world_size = static_cast<int>(int_of(x, "world_size", d.world_size));
+    d.host = string_of(x, "host");
+    d.pid = static_cast<int>(int_of(x, "pid", 0));
+    d.job_id = string_of(x, "job_id");
+    if (!string_of(x, "reason").empty()) d.reason = string_of(x, "reason");
+    d.dump_unix_ms = int_of(x, "dump_unix_ms", d.dump_unix_ms);
+    d.dump_steady_us = d.dump_unix_ms * 1000;
+    d.collective_timeout_ms = int_of(x, "collective_timeout_ms", d.collective_timeout_ms);
+    d.capacity = static_cast<uint64_t>(int_of(x, "capacity", static_cast<int64_t>(d.capacity)));
+    d.recorded_total = static_cast<uint64_t>(int_of(x, "recorded_total", static_cast<int64_t>(d.recorded_total)));
+    d.wrapped = d.recorded_total > d.capacity && d.capacity > 0;
+    // Its backend is the job's, not the "nccl:" prefix torchfrtrace insists on.
+    const std::string lib = string_of(doc, "comm_lib_version");
+    // Its ops by ddx's names, as its JSON dumps call them (flight_recorder_pytorch.cpp renames).
+    static const std::map<std::string, std::string> ddx_names = {
+        {"_all_gather_base", "all_gather"}, {"_reduce_scatter_base", "reduce_scatter"}, {"all_reduce_barrier", "barrier"}};
+    for (Entry& e : d.entries) {
+      // Its call-site label went in as a one-frame stack {filename "ddx", line 0, name label}.
+      if (e.stack.size() == 1 && e.stack[0].rfind("ddx:0 in ", 0) == 0) {
+        e.call_site = e.stack[0].substr(9);
+        e.stack = {};
+      }
+      if (lib.rfind("ddx ", 0) == 0) e.backend = lib.substr(4);
+      if (auto it = ddx_names.find(e.op); it != ddx_names.end()) e.op = it->second;
+    }
+  }
   return d;
 }
 
 void finish_pytorch_dumps(TraceSet& traces) {
   // Every group some dump knows, and which ranks know it.
-  std::map<std::string, std::vector<int>> known;
+  std::map<std::string, std::vector<int>> known;  // ranks, then as shared below
   for (const auto& [rank, d] : traces.dumps) {
     if (d.format == "ddx") continue;
     for (const auto& [name, g] : d.groups) {
@@ -412,6 +460,7 @@ void finish_pytorch_dumps(TraceSet& traces) {
       for (int r = 0; r < traces.world_size; ++r) ranks.push_back(r);
     }
   }
+  std::map<std::string, Shared<std::vector<int>>> shared_known(known.begin(), known.end());
   for (auto& [rank, d] : traces.dumps) {
     if (d.format == "ddx") continue;
     for (auto& [name, g] : d.groups) {
@@ -419,8 +468,8 @@ void finish_pytorch_dumps(TraceSet& traces) {
       if (g.ranks.empty() && k != known.end()) g.ranks = k->second;
     }
     for (Entry& x : d.entries) {
-      auto k = known.find(x.group);
-      if (x.group_ranks.empty() && k != known.end()) x.group_ranks = k->second;
+      auto k = shared_known.find(x.group);
+      if (x.group_ranks.empty() && k != shared_known.end()) x.group_ranks = k->second;
     }
   }
   settle_gloo_states(traces);

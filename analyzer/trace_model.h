@@ -3,15 +3,45 @@
 // the file), as plain structs. No LibTorch; nothing here depends on the runtime.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace ddx::analyze {
 
+// An immutable value that many entries hold alike (a group's member list, a Python stack),
+// stored once: 2000 entries on a 1024-rank group hold one member list, not 2000 (the difference
+// between megabytes and gigabytes when a thousand dumps are read). Reads like the value.
+template <class T>
+class Shared {
+ public:
+  using value_type = typename T::value_type;
+  using iterator = typename T::const_iterator;
+  using const_iterator = typename T::const_iterator;
+  Shared() : value_(empty_value()) {}
+  Shared(T value) : value_(std::make_shared<const T>(std::move(value))) {}  // NOLINT: reads like a T
+  operator const T&() const { return *value_; }
+  const T& get() const { return *value_; }
+  const_iterator begin() const { return value_->begin(); }
+  const_iterator end() const { return value_->end(); }
+  size_t size() const { return value_->size(); }
+  bool empty() const { return value_->empty(); }
+  const value_type& operator[](size_t i) const { return (*value_)[i]; }
+  friend bool operator==(const Shared& a, const Shared& b) { return a.get() == b.get(); }
+  friend bool operator==(const Shared& a, const T& b) { return a.get() == b; }
+
+ private:
+  static const std::shared_ptr<const T>& empty_value() {
+    static const std::shared_ptr<const T> none = std::make_shared<const T>();
+    return none;
+  }
+  std::shared_ptr<const T> value_;
+};
+
 struct Entry {
   uint64_t id = 0;
   std::string group;
-  std::vector<int> group_ranks;  // global ranks in group-rank order
+  Shared<std::vector<int>> group_ranks;  // global ranks in group-rank order
   uint64_t seq = 0;
   bool p2p = false;
   std::string op, reduce_op, dtype;
@@ -19,7 +49,7 @@ struct Entry {
   int64_t numel = 0;
   int peer = -1;                 // group rank of the root or peer; -1 none
   std::string backend, call_site, state, error;
-  std::vector<std::string> stack;  // where PyTorch recorded it: "file:line in function", innermost first
+  Shared<std::vector<std::string>> stack;  // where PyTorch recorded it: "file:line in function", innermost first
   int64_t enqueue_us = 0, start_us = 0, end_us = 0;  // the dumping process's steady clock
 
   bool completed() const { return state == "completed"; }

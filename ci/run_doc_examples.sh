@@ -9,8 +9,9 @@
 #   cheap [EXIT]   seconds: run by the doc_examples CTest (and without --cheap), expecting EXIT (0)
 #   full [EXIT]    minutes on a CPU machine: run without --cheap
 #   skip REASON    cannot run as written here (GPUs, a cluster, your own files); says why
-# Examples are run from a fresh folder with the build's bin/ first on PATH and `build`
-# linked to BUILD_DIR, since pages show build outputs by their path from the repository root.
+# Examples are run from a fresh folder with the build's bin/ first on PATH, `build` linked to
+# BUILD_DIR and `.venv`, `tests` and `benchmarks` to the repository's, since pages show them by
+# their path from the repository root.
 set -euo pipefail
 
 cheap_only=0
@@ -209,6 +210,10 @@ kind_of() {
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddx-doc-examples-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 ln -s "$build" "$work/build"
+# Pages also run the project's virtualenv and its test scripts by their repository paths.
+for path in .venv tests benchmarks; do
+  if [[ -e "$repo/$path" ]]; then ln -s "$repo/$path" "$work/$path"; fi
+done
 export PATH="$build/bin:$PATH"
 
 ran=0 skipped=0 failed=0 last_status=0

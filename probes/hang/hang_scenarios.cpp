@@ -216,7 +216,8 @@ void run_hang_job(World& world, HangDetection& hangs, const HangJob& job) {
     // The on-demand path: SIGUSR2 dumps while the job goes on.
     ::raise(SIGUSR2);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    const std::string path = flight_recorder_path(hangs.watchdog().options().trace_dir, world.rank());
+    const HangOptions& options = hangs.watchdog().options();
+    const std::string path = flight_recorder_path(options.trace_dir, world.rank(), options.dump_format);
     while (std::chrono::steady_clock::now() < deadline) {
       if (std::FILE* f = std::fopen(path.c_str(), "r")) {
         std::fclose(f);

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,9 @@ Job run_job(const std::string& fault, const std::string& format = "pickle") {
   job.traces = job.dir + "/traces";
   std::filesystem::create_directories(job.traces);
   job.torchrun = run_in(job.dir,
-                        {kBin + "/torchrun", "--nproc-per-node", "4", "--monitor-interval", "10",
+                        // --standalone: a free port of its own (the default 29500 collides
+                        // with the job ctest runs beside this one).
+                        {kBin + "/torchrun", "--standalone", "--nproc-per-node", "4", "--monitor-interval", "10",
                          std::string(DDX_SOURCE_DIR) + "/tests/python/fr_job.py"},
                         {{"TORCH_FR_BUFFER_SIZE", "2000"},
                          {"TORCH_FR_DUMP_TEMP_FILE", job.traces + "/nccl_trace_rank_"},
@@ -139,6 +143,104 @@ TEST(PytorchJobs, AHealthyJobIsNoProblemAndJsonDumpsReadLikePickles) {
   EXPECT_EQ(j.report.at("verdict").at("culprits"), nlohmann::json::array({2})) << j.text;
   EXPECT_NE(j.report.at("verdict").at("summary").get<std::string>().find("rank 2 called barrier as #5"), std::string::npos)
       << j.text;
+}
+
+// ddx's own recorder in PyTorch's layout (DDX_FR_FORMAT): a planted hang of `ddx probe hang`,
+// its dumps read by torchfrtrace (which crashes on PyTorch's own Gloo dumps) and by ddx analyze,
+// and both must name the planted rank.
+TEST(DdxDumpsInPyTorchLayout, TorchfrtraceReadsThemAndAgreesWithDdxAnalyze) {
+  const std::string dir = scratch_dir("pytorch-fr", "ddx-writes-pytorch");
+  const std::string traces = dir + "/traces";
+  RunResult probe = run_in(dir,
+                           {DDX_BIN, "probe", "hang", "--scenario", "mismatched-op", "--culprit-rank", "2", "-np", "4",
+                            "--timeout", "2s", "--trace-dir", traces, "--quiet"},
+                           {{"DDX_FR_FORMAT", "both"}}, 120);
+  ASSERT_EQ(probe.exit_code, 0) << probe.output;
+  EXPECT_TRUE(processes_left(dir).empty());
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_TRUE(std::filesystem::exists(traces + "/nccl_trace_rank_" + std::to_string(r))) << r;
+    EXPECT_TRUE(std::filesystem::exists(traces + "/ddx-fr-rank" + std::to_string(r) + ".json")) << r;
+  }
+
+  // ddx analyze on the pickles alone names the culprit as it does on its JSON...
+  RunResult pickles = run_in(dir, {DDX_BIN, "analyze", "--json", "-p", "nccl_trace_rank_", traces}, {}, 60);
+  ASSERT_EQ(pickles.exit_code, 1) << pickles.output;
+  const nlohmann::json report = nlohmann::json::parse(pickles.output.substr(pickles.output.find('{')));
+  EXPECT_EQ(report.at("verdict").at("kind"), "op-mismatch") << pickles.output;
+  EXPECT_EQ(report.at("verdict").at("culprits"), nlohmann::json::array({2})) << pickles.output;
+  EXPECT_EQ(report.at("dumps").at("usable").size(), 4u) << pickles.output;
+  // ...and reads a folder of both as one dump per rank, without a duplicate warning.
+  RunResult both = run_in(dir, {DDX_BIN, "analyze", traces}, {}, 60);
+  EXPECT_EQ(both.exit_code, 1) << both.output;
+  EXPECT_EQ(both.output.find("warning"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find("VERDICT: op-mismatch"), std::string::npos) << both.output;
+
+  // PyTorch's reader on ddx's pickles: no traceback, and the same culprit.
+  RunResult theirs = run_in(dir, {kBin + "/torchfrtrace", "-p", "nccl_trace_rank_", traces}, {}, 120);
+  EXPECT_EQ(theirs.exit_code, 0) << theirs.output;
+  EXPECT_EQ(theirs.output.find("Traceback"), std::string::npos) << theirs.output;
+  EXPECT_NE(theirs.output.find("Culprit rank 2"), std::string::npos) << theirs.output;
+  for (int other : {0, 1, 3}) {
+    EXPECT_EQ(theirs.output.find("Culprit rank " + std::to_string(other)), std::string::npos) << theirs.output;
+  }
+  // -j lists the recorded ops as torchfrtrace -j does, narrowed by its flags.
+  RunResult listing = run_in(dir,
+                             {DDX_BIN, "analyze", "-j", "--selected-ranks", "2", "--pg-filters", "default_pg", traces},
+                             {}, 60);
+  EXPECT_EQ(listing.exit_code, 0) << listing.output;
+  EXPECT_NE(listing.output.find("rank 2 ("), std::string::npos) << listing.output;
+  EXPECT_EQ(listing.output.find("rank 0 ("), std::string::npos) << listing.output;
+  EXPECT_NE(listing.output.find("all_gather"), std::string::npos) << listing.output;
+}
+
+// benchmarks/analyze_scale.py at a small size: NCCL-named dumps in PyTorch's schema (a world
+// group and 8-rank node groups, a wrapped ring, Python frames) with a rank stuck in compute;
+// ddx names it, and so does torchfrtrace on the same files.
+TEST(AnalyzeScale, SmallNcclShapedDumpsNameTheCulpritAsTorchfrtraceDoes) {
+  const std::string dir = scratch_dir("pytorch-fr", "scale-small");
+  RunResult r = run_in(dir,
+                       {DDX_PYTHON, std::string(DDX_SOURCE_DIR) + "/benchmarks/analyze_scale.py", "--ddx", DDX_BIN,
+                        "--ranks", "32", "--entries", "200", "--culprit", "13", "--dir", dir + "/dumps"},
+                       {}, 240);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("names rank 13"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("culprits named: ['13']"), std::string::npos) << r.output;
+}
+
+// --trace: one Perfetto process per rank, a slice per op, the culprit marked.
+TEST(PytorchJobs, TheTraceHasALanePerRankAndMarksTheCulprit) {
+  ASSERT_EQ(::access((kBin + "/torchrun").c_str(), X_OK), 0) << "no torchrun beside " << DDX_PYTHON;
+  Job job = run_job("compute", "pickle");
+  const std::string trace = job.dir + "/trace.json";
+  RunResult r = run_in(job.dir, {DDX_BIN, "analyze", "--trace", trace, job.traces}, {}, 60);
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  std::ifstream in(trace);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.output;
+  std::map<int, std::string> process_names;
+  std::map<int, int> slices;
+  int verdicts = 0, in_flight = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "process_name") process_names[e.at("pid")] = e.at("args").at("name");
+    if (e.at("ph") == "X" && e.at("cat") == "collective") {
+      ++slices[e.at("pid").get<int>()];
+      EXPECT_GE(e.at("dur").get<int64_t>(), 1);
+      EXPECT_GE(e.at("ts").get<int64_t>(), 0);
+      if (e.at("name").get<std::string>().find("(in flight)") != std::string::npos) ++in_flight;
+    }
+    if (e.at("ph") == "i" && e.at("name").get<std::string>().rfind("VERDICT", 0) == 0) {
+      ++verdicts;
+      EXPECT_EQ(e.at("pid"), 2);
+    }
+  }
+  EXPECT_EQ(process_names.size(), 4u);
+  EXPECT_NE(process_names[2].find("CULPRIT"), std::string::npos);
+  EXPECT_EQ(process_names[0].find("CULPRIT"), std::string::npos);
+  // Rank 2 stopped in compute after two collectives; the others went on into the third.
+  for (int rank = 0; rank < 4; ++rank) EXPECT_GE(slices[rank], rank == 2 ? 2 : 3) << rank;
+  EXPECT_EQ(verdicts, 1);
+  EXPECT_GE(in_flight, 3);  // the three ranks waiting for rank 2
+  EXPECT_TRUE(std::filesystem::exists(job.dir + "/trace.svg")) << r.output;
 }
 
 }  // namespace

@@ -425,6 +425,35 @@ TEST(HangOptions, ParsesFlagsAndVariablesAndNamesBadOnes) {
   EXPECT_EQ(o.buffer_size, 100u);
   EXPECT_TRUE(o.check_collectives);
   EXPECT_THROW(hang_options_from_env({{"DDX_FR_BUFFER_SIZE", "0"}}), UsageError);
+  EXPECT_EQ(o.dump_format, DumpFormat::Ddx);
+  EXPECT_EQ(hang_options_from_env({{"DDX_FR_FORMAT", "both"}}).dump_format, DumpFormat::Both);
+  EXPECT_EQ(hang_options_from_env({{"DDX_FR_FORMAT", "pytorch"}}).dump_format, DumpFormat::PyTorch);
+  try {
+    hang_options_from_env({{"DDX_FR_FORMAT", "pickle"}});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("DDX_FR_FORMAT='pickle'"), std::string::npos);
+  }
+}
+
+TEST(FlightRecorder, PyTorchLayoutIsAPickleWithPyTorchsKeys) {
+  FlightRecorder fr(4);
+  run_op(fr, make_op(1, 1));
+  DumpContext c;
+  c.rank = 0;
+  c.world_size = 2;
+  const std::string dir = scratch("pytorch-layout");
+  EXPECT_EQ(write_flight_recorder_dump(dir, fr.snapshot(), c, DumpFormat::PyTorch), dir + "/nccl_trace_rank_0");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ddx-fr-rank0.json"));
+  std::ifstream in(dir + "/nccl_trace_rank_0", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 3u);
+  EXPECT_EQ(bytes.substr(0, 2), std::string("\x80\x02", 2));  // pickle protocol 2
+  EXPECT_EQ(bytes.back(), '.');                                  // STOP
+  for (const char* key : {"version", "2.10", "pg_config", "default_pg", "entries", "collective_seq_id",
+                          "profiling_name", "nccl:all_reduce", "time_created_ns", "retired", "frames"}) {
+    EXPECT_NE(bytes.find(key), std::string::npos) << key;
+  }
 }
 
 }  // namespace

@@ -112,13 +112,25 @@ constexpr int kFlightRecorderFormatVersion = 1;
 // dump_unix_ms/dump_steady_us convert them to wall time.
 std::string flight_recorder_json(const RecorderSnapshot& snapshot, const DumpContext& context);
 
+// The same dump in PyTorch's own layout (format "2.10", as pickled by PyTorch's FlightRecorder),
+// for torchfrtrace and other PyTorch tooling; flight_recorder_pytorch.cpp says how each field
+// maps. `ddx analyze` reads it too.
+std::string flight_recorder_pytorch_pickle(const RecorderSnapshot& snapshot, const DumpContext& context);
+
+// Which layouts a dump is written in (DDX_FR_FORMAT): ddx's JSON, PyTorch's pickle, or both.
+enum class DumpFormat { Ddx, PyTorch, Both };
+
 // "<dir>/ddx-fr-rank<R>.json"
 std::string flight_recorder_path(const std::string& dir, int rank);
+// "<dir>/nccl_trace_rank_<R>", PyTorch's default name (torchfrtrace -p nccl_trace_rank_).
+std::string flight_recorder_pytorch_path(const std::string& dir, int rank);
+// The file a dump of `format` is complete with (the last one written).
+std::string flight_recorder_path(const std::string& dir, int rank, DumpFormat format);
 
-// Writes the dump atomically (never a half-written file) and returns its path. Throws
-// std::runtime_error naming the path when it cannot.
+// Writes the dump in `format` atomically (never a half-written file) and returns the path of
+// the last file written. Throws std::runtime_error naming the path when it cannot.
 std::string write_flight_recorder_dump(const std::string& dir, const RecorderSnapshot& snapshot,
-                                       const DumpContext& context);
+                                       const DumpContext& context, DumpFormat format = DumpFormat::Ddx);
 
 // Wall-clock milliseconds since the epoch.
 int64_t unix_now_ms();

@@ -53,13 +53,17 @@ struct HangOptions {
   std::chrono::milliseconds dump_wait{std::chrono::seconds(5)};
   bool dump_on_sigterm = true;
   bool dump_on_failure = true;  // a collective that fails (peer gone) is handled like a timeout
+  DumpFormat dump_format = DumpFormat::Ddx;  // DDX_FR_FORMAT: ddx, pytorch or both
 
   std::chrono::milliseconds effective_heartbeat_timeout() const;
 };
 
+// "ddx" | "pytorch" | "both"; throws UsageError naming `what` otherwise.
+DumpFormat parse_dump_format(const std::string& what, const std::string& text);
+
 // Reads DDX_TRACE_DIR, DDX_COLLECTIVE_TIMEOUT, DDX_ON_TIMEOUT, DDX_FR_BUFFER_SIZE,
-// DDX_CHECK_COLLECTIVES (0/1), DDX_HEARTBEAT_TIMEOUT over `defaults`; throws UsageError naming
-// the variable for a bad value.
+// DDX_CHECK_COLLECTIVES (0/1), DDX_HEARTBEAT_TIMEOUT, DDX_FR_FORMAT over `defaults`; throws
+// UsageError naming the variable for a bad value.
 HangOptions hang_options_from_env(const EnvMap& env, HangOptions defaults = {});
 
 // The watchdog's line to the other ranks. Every call may block briefly and may throw (store

@@ -96,11 +96,22 @@ std::string flight_recorder_path(const std::string& dir, int rank) {
   return dir + "/ddx-fr-rank" + std::to_string(rank) + ".json";
 }
 
+std::string flight_recorder_path(const std::string& dir, int rank, DumpFormat format) {
+  return format == DumpFormat::Ddx ? flight_recorder_path(dir, rank) : flight_recorder_pytorch_path(dir, rank);
+}
+
 std::string write_flight_recorder_dump(const std::string& dir, const RecorderSnapshot& snapshot,
-                                       const DumpContext& context) {
-  const std::string path = flight_recorder_path(dir, context.rank);
+                                       const DumpContext& context, DumpFormat format) {
   std::filesystem::create_directories(dir);  // created by the first dump, not by every run
-  write_file_atomically(path, flight_recorder_json(snapshot, context));
+  std::string path;
+  if (format != DumpFormat::PyTorch) {
+    path = flight_recorder_path(dir, context.rank);
+    write_file_atomically(path, flight_recorder_json(snapshot, context));
+  }
+  if (format != DumpFormat::Ddx) {
+    path = flight_recorder_pytorch_path(dir, context.rank);
+    write_file_atomically(path, flight_recorder_pytorch_pickle(snapshot, context));
+  }
   return path;
 }
 

@@ -188,7 +188,7 @@ std::string Watchdog::dump(const std::string& reason) {
     c.peers_json = peers_json_locked();
   }
   try {
-    std::string path = write_flight_recorder_dump(options_.trace_dir, recorder_.snapshot(), c);
+    std::string path = write_flight_recorder_dump(options_.trace_dir, recorder_.snapshot(), c, options_.dump_format);
     log::info("ddx flight recorder: wrote ", path, " (", reason, ")");
     return path;
   } catch (const std::exception& e) {
@@ -331,7 +331,7 @@ bool Watchdog::wait_for_peer_dumps() {
     if (!options_.trace_dir.empty()) {
       int fresh = 0;
       for (int r = 0; r < identity_.world_size; ++r) {
-        const int64_t mtime = file_mtime_ns(flight_recorder_path(options_.trace_dir, r));
+        const int64_t mtime = file_mtime_ns(flight_recorder_path(options_.trace_dir, r, options_.dump_format));
         if (mtime / 1000000 >= start_unix_ms_ - 1000) ++fresh;
       }
       if (fresh == identity_.world_size) return true;

@@ -63,6 +63,13 @@ std::chrono::milliseconds HangOptions::effective_heartbeat_timeout() const {
   return std::max(collective_timeout, 10 * heartbeat_interval);
 }
 
+DumpFormat parse_dump_format(const std::string& what, const std::string& text) {
+  if (text == "ddx") return DumpFormat::Ddx;
+  if (text == "pytorch") return DumpFormat::PyTorch;
+  if (text == "both") return DumpFormat::Both;
+  throw UsageError(what + "='" + text + "' is not one of ddx, pytorch, both");
+}
+
 HangOptions hang_options_from_env(const EnvMap& env, HangOptions o) {
   if (auto v = env_get(env, "DDX_TRACE_DIR")) o.trace_dir = *v;
   if (auto v = env_get(env, "DDX_COLLECTIVE_TIMEOUT")) {
@@ -78,6 +85,7 @@ HangOptions hang_options_from_env(const EnvMap& env, HangOptions o) {
   if (auto v = env_get(env, "DDX_HEARTBEAT_TIMEOUT")) {
     o.heartbeat_timeout = parse_duration("DDX_HEARTBEAT_TIMEOUT", *v);
   }
+  if (auto v = env_get(env, "DDX_FR_FORMAT")) o.dump_format = parse_dump_format("DDX_FR_FORMAT", *v);
   return o;
 }
 
