@@ -63,14 +63,17 @@ Timeline build_timeline(const TraceSet& traces, const Diagnosis& dx) {
       s.end_us = e.end_us > 0 ? unix_us(d, e.end_us) - origin : 0;
       s.state = e.state;
       if (s.end_us <= 0 && e.completed()) {
-        s.end_us = lanes.dump_us;
+        // The rank's last op on the group gets a sliver: drawn to the dump it would look like
+        // the op the rank was stuck in.
+        s.end_us = s.begin_us + 1000;
+        s.state = "completed (end not recorded)";
         for (size_t j = i + 1; j < d.entries.size(); ++j) {
           if (d.entries[j].group == e.group && d.entries[j].enqueue_us > 0) {
             s.end_us = unix_us(d, d.entries[j].enqueue_us) - origin;
+            s.state = "completed (end not recorded: drawn to the rank's next op on the group)";
             break;
           }
         }
-        s.state = "completed (end not recorded: drawn to the rank's next op on the group)";
       }
       s.stuck = !e.completed();
       if (e.in_flight()) {

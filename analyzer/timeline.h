@@ -40,7 +40,8 @@ struct Timeline {
 };
 
 // Ops without a recorded end (Gloo; NCCL with timing off) that completed end where the rank's
-// next op on the group was issued; ops in flight at the dump run to the dump.
+// next op on the group was issued (its last one on the group: 1 ms); ops in flight at the dump
+// run to the dump.
 Timeline build_timeline(const TraceSet& traces, const Diagnosis& dx);
 
 // One process per rank, one thread per group lane, an "X" slice per op with an inner "running"

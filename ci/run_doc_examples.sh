@@ -57,6 +57,19 @@ full	ddx checkpoint consolidate outputs/fsdp-demo/checkpoints/step_000000012 -o 
 skip a shared trace folder on a cluster, and your ./train	DDX_TRACE_DIR=/shared/traces/$SLURM_JOB_ID DDX_COLLECTIVE_TIMEOUT=120s ddx launch -np 8 -- ./train ...
 skip reads a cluster's trace folder	ddx analyze /shared/traces/12345
 skip reads a cluster's trace folder	ddx analyze /shared/traces/12345 --json
+skip sets a PyTorch job's environment on a cluster	export TORCH_FR_BUFFER_SIZE=2000
+skip sets a PyTorch job's environment on a cluster	export TORCH_FR_DUMP_TEMP_FILE=/shared/fr/$SLURM_JOB_ID/nccl_trace_rank_
+skip reads a cluster's dump folder	ddx analyze /shared/fr/12345
+skip reads a cluster's dump folder	ddx analyze -p nccl_trace_rank_ /shared/fr/12345
+skip reads a cluster's dump folder	ddx analyze /shared/fr/12345/nccl_trace_rank_0 /shared/fr/12345/nccl_trace_rank_1
+cheap	mkdir -p fr
+full	TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=$PWD/fr/nccl_trace_rank_ FR_FAULT=compute .venv/bin/torchrun --standalone --nproc-per-node 4 tests/python/fr_job.py
+full 1	ddx analyze fr
+full 1	ddx analyze --trace fr-trace.json fr
+full	ddx analyze -j --selected-ranks 2 --pg-filters default_pg fr
+skip your own training program	DDX_FR_FORMAT=pytorch ddx launch -np 4 -- ./train ...
+full	DDX_FR_FORMAT=both ddx probe hang --scenario mismatched-op --culprit-rank 2 -np 4 --timeout 2s --trace-dir fr-ddx --quiet
+full	.venv/bin/torchfrtrace -p nccl_trace_rank_ fr-ddx
 full	ddx launch -np 4 -- ddx train --strategy ddp --max-steps 100 -e launch-demo
 full	ddx launch --nproc-per-node 4 --log-dir logs --tee --max-restarts 2 -- ddx probe selfcheck
 skip needs root for a private mount namespace, and ends in SIGBUS by design (exit 1 expected, not yet classified by exit code)	ddx probe buserror --local-ranks 4 --shm-size 64M
