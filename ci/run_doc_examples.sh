@@ -152,7 +152,7 @@ skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --nt
 skip two hosts named gpu001 and gpu002 with GPUs and a shared /shared	ddx fault matrix --nnodes 2 --node-rank 1 --master-addr gpu001 --master-port 29500 -np 8 --out /shared/fault-matrix -- --device cuda
 skip setpriv drops CAP_SYS_ADMIN from root's bounding set; FaultMatrix.ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade runs it	setpriv --bounding-set -sys_admin -- ddx fault matrix --kinds shm-full --out fm2
 full	for node in 0 1; do ddx fault matrix --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port 29611 -np 2 --kinds kill,nan --out fm-nodes > node$node.txt & done; wait
-full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=150' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
+full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=500' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
 full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip torchrun on PATH, from a PyTorch install (faults_test's TorchrunRestartResumesBitIdentically runs it with the build's Python environment)	torchrun --standalone --nproc-per-node 2 --max-restarts 1 --no-python ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
