@@ -125,5 +125,17 @@ std::string position_text(const RankDump& d, const std::string& group) {
   return out.str();
 }
 
+bool inside_torch(const std::string& file) {
+  return file.find("/torch/") != std::string::npos || file.rfind("torch/", 0) == 0 || file.rfind("<frozen", 0) == 0;
+}
+
+void place_at(Finding& f, const Entry& e) {
+  f.group = e.group;
+  f.seq = e.seq;
+  f.p2p = e.p2p;
+  f.op = e.op;
+  f.call_site = e.call_site;
+}
+
 }  // namespace detail
 }  // namespace ddx::analyze

@@ -23,5 +23,10 @@ const Entry* last_collective(const RankDump& d, const std::string& group);
 bool blocked(const RankDump& d, const Entry& e);
 // Blocked ops on this rank, oldest first.
 std::vector<const Entry*> blocked_ops(const RankDump& d);
+// Whether a file of a recorded Python stack (or a "file:line in function" frame) is PyTorch's
+// own: distributed_c10d.py, c10d_logger.py's wrapper, FSDP internals, frozen importlib.
+bool inside_torch(const std::string& file_or_frame);
+// Points `f` at `e`: its group, number, kind of op and call site.
+void place_at(Finding& f, const Entry& e);
 
 }  // namespace ddx::analyze::detail

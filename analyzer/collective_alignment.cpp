@@ -152,15 +152,11 @@ int calls_at_site(const GroupView& g, int rank, const std::string& site, uint64_
   return n;
 }
 
-// An op mismatch whose culprit made fewer calls at the others' call site than they did is a
-// skipped collective: a loop that calls the same all_reduce every step has one call site for
-// all of them, so only the count shows that the culprit left one out and moved on to its next
-// collective (PyTorch's recorder gives the call site from its stack).
 // The user's frames of a recorded stack (PyTorch's own frames left out), innermost first.
 std::vector<std::string> user_frames(const Entry& e) {
   std::vector<std::string> out;
   for (const std::string& frame : e.stack) {
-    if (frame.find("/torch/") == std::string::npos) out.push_back(frame);
+    if (!inside_torch(frame)) out.push_back(frame);
   }
   return out;
 }
@@ -176,6 +172,10 @@ bool same_caller(const Entry& mine, const Entry& theirs) {
   return false;
 }
 
+// An op mismatch whose culprit made fewer calls at the others' call site than they did is a
+// skipped collective: a loop that calls the same all_reduce every step has one call site for
+// all of them, so only the count shows that the culprit left one out and moved on to its next
+// collective (PyTorch's recorder gives the call site from its stack).
 void skipped_instead_of_mismatched(const GroupView& g, Finding& f) {
   if (f.culprits.size() != 1 || f.affected.empty()) return;
   const int culprit = f.culprits.front();

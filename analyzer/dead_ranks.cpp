@@ -77,13 +77,7 @@ std::vector<Finding> find_dead_ranks(const TraceSet& traces) {
       }
     }
     if (!last_seen.empty()) evidence.push_back(last_seen);
-    if (blocked) {
-      f.group = blocked->group;
-      f.seq = blocked->seq;
-      f.p2p = blocked->p2p;
-      f.op = blocked->op;
-      f.call_site = blocked->call_site;
-    }
+    if (blocked) place_at(f, *blocked);
     std::string problem = "no dump";
     for (const DumpProblem& p : traces.problems) {
       if (p.rank == r && p.kind != "missing") problem = p.kind + " dump: " + p.detail;

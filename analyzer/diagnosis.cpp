@@ -30,11 +30,7 @@ std::vector<Finding> unexplained_failures(const TraceSet& traces) {
       Finding& f = by_op[{e.group + (e.p2p ? "/p2p" : ""), e.seq}];
       if (f.affected.empty()) {
         f.kind = FindingKind::Failed;
-        f.group = e.group;
-        f.seq = e.seq;
-        f.p2p = e.p2p;
-        f.op = e.op;
-        f.call_site = e.call_site;
+        detail::place_at(f, e);
       }
       f.affected.push_back(rank);
       f.evidence.push_back("rank " + std::to_string(rank) + ": " + e.error.substr(0, e.error.find('\n')));
@@ -57,6 +53,12 @@ bool leaves_program_order(const TraceSet& traces, int rank) {
     for (const std::string& frame : e.stack) s += frame + "|";
     return s.empty() ? e.call_site : s;
   };
+  // A dump's entries are in record order: its entry with a record number, by bisection.
+  auto at_record = [](const RankDump& d, uint64_t id) -> const Entry* {
+    auto it = std::lower_bound(d.entries.begin(), d.entries.end(), id,
+                               [](const Entry& x, uint64_t wanted) { return x.id < wanted; });
+    return it != d.entries.end() && it->id == id ? &*it : nullptr;
+  };
   auto mine = traces.dumps.find(rank);
   if (mine == traces.dumps.end()) return false;
   for (const Entry& e : mine->second.entries) {
@@ -65,9 +67,7 @@ bool leaves_program_order(const TraceSet& traces, int rank) {
     std::map<std::string, int> votes;
     for (const auto& [r, d] : traces.dumps) {
       if (r == rank) continue;
-      for (const Entry& x : d.entries) {
-        if (x.id == e.id) ++votes[site(x)];
-      }
+      if (const Entry* x = at_record(d, e.id)) ++votes[site(*x)];
     }
     if (votes.empty()) continue;
     const auto top = std::max_element(votes.begin(), votes.end(),
@@ -89,13 +89,7 @@ std::vector<Finding> stuck_past_timeout(const TraceSet& traces) {
       const double age = d.seconds_before_dump(e.enqueue_us);
       if (age * 1000 < d.collective_timeout_ms) continue;
       Finding& f = by_op[{e.group + (e.p2p ? "/p2p" : ""), e.seq}];
-      if (f.affected.empty()) {
-        f.group = e.group;
-        f.seq = e.seq;
-        f.p2p = e.p2p;
-        f.op = e.op;
-        f.call_site = e.call_site;
-      }
+      if (f.affected.empty()) detail::place_at(f, e);
       f.affected.push_back(rank);
       f.evidence.push_back("rank " + std::to_string(rank) + ": " + describe(e) + " in flight " + detail::seconds(age) +
                            ", its timeout " + detail::seconds(d.collective_timeout_ms / 1000.0));

@@ -237,36 +237,51 @@ std::vector<ReadResult> read_all(const std::vector<std::pair<int, fs::path>>& fi
 
 // A pickle ddx wrote beside its own JSON dump of the same moment.
 bool is_ddx_twin(const RankDump& json_dump, const RankDump& pickle) {
-  return json_dump.format == "ddx" && pickle.format.find("written by ddx") != std::string::npos &&
+  return json_dump.format == "ddx" && pickle.written_by_ddx &&
          json_dump.pid == pickle.pid && json_dump.host == pickle.host;
 }
 
 // PyTorch's dumps carry no job id. One left in the folder by another run shows as a world group
 // of another size than most dumps', or as a dump taken far apart from the others (the ranks of
-// one hang dump within a few timeouts of each other): why, or "" when it fits.
-std::string other_pytorch_run(const std::map<int, RankDump>& parsed, const RankDump& d) {
-  if (d.format.rfind("pytorch", 0) != 0 || !d.job_id.empty()) return "";
-  std::map<int, int> size_votes;
+// one hang dump within a few timeouts of each other).
+bool without_job_id(const RankDump& d) { return d.format.rfind("pytorch", 0) == 0 && d.job_id.empty(); }
+
+struct PytorchRun {
+  std::map<int, int> size_votes;  // world size -> dumps that say it
+  int common_size = 0, most = 0;
+  int64_t median_dump_ms = 0;
+  int64_t gap_ms = 0;              // dumps further from the median than this are another run's
+};
+
+PytorchRun pytorch_run_of(const std::map<int, RankDump>& parsed) {
+  PytorchRun run;
   std::vector<int64_t> times;
   int64_t timeout_ms = 0;
-  for (const auto& [rank, other] : parsed) {
-    if (other.format.rfind("pytorch", 0) != 0 || !other.job_id.empty()) continue;
-    if (other.world_size > 0) ++size_votes[other.world_size];
-    times.push_back(other.dump_unix_ms);
-    timeout_ms = std::max(timeout_ms, other.collective_timeout_ms);
+  for (const auto& [rank, d] : parsed) {
+    if (!without_job_id(d)) continue;
+    if (d.world_size > 0) ++run.size_votes[d.world_size];
+    times.push_back(d.dump_unix_ms);
+    timeout_ms = std::max(timeout_ms, d.collective_timeout_ms);
   }
-  int common_size = 0, most = 0;
-  for (const auto& [size, votes] : size_votes) {
-    if (votes > most) common_size = size, most = votes;
-  }
-  if (d.world_size > 0 && common_size > 0 && d.world_size != common_size && size_votes[d.world_size] < most) {
-    return "its world group has " + std::to_string(d.world_size) + " ranks, most dumps' " + std::to_string(common_size);
+  for (const auto& [size, votes] : run.size_votes) {
+    if (votes > run.most) run.common_size = size, run.most = votes;
   }
   std::sort(times.begin(), times.end());
-  const int64_t median = times[times.size() / 2];
-  const int64_t gap_ms = std::max<int64_t>(3600 * 1000, 4 * timeout_ms);
-  const int64_t off = d.dump_unix_ms - median;
-  if (std::llabs(off) > gap_ms) {
+  run.median_dump_ms = times.empty() ? 0 : times[times.size() / 2];
+  run.gap_ms = std::max<int64_t>(3600 * 1000, 4 * timeout_ms);
+  return run;
+}
+
+// Why `d` is another run's than most dumps, or "" when it fits.
+std::string other_pytorch_run(const PytorchRun& run, const RankDump& d) {
+  if (!without_job_id(d)) return "";
+  const int votes = run.size_votes.count(d.world_size) ? run.size_votes.at(d.world_size) : 0;
+  if (d.world_size > 0 && run.common_size > 0 && d.world_size != run.common_size && votes < run.most) {
+    return "its world group has " + std::to_string(d.world_size) + " ranks, most dumps' " +
+           std::to_string(run.common_size);
+  }
+  const int64_t off = d.dump_unix_ms - run.median_dump_ms;
+  if (std::llabs(off) > run.gap_ms) {
     char hours[32];
     std::snprintf(hours, sizeof hours, "%.1f h", std::llabs(off) / 3.6e6);
     return std::string("dumped ") + hours + (off < 0 ? " before" : " after") + " most of the others";
@@ -366,12 +381,13 @@ TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& 
       best_time = d.dump_unix_ms;
     }
   }
+  const PytorchRun pytorch_run = pytorch_run_of(parsed);
   for (auto& [rank, d] : parsed) {
     if (d.job_id != set.job_id) {
       set.problems.push_back({rank, "other-job", d.path + ": from job '" + d.job_id + "', not '" + set.job_id + "'; ignored"});
       continue;
     }
-    if (std::string why = other_pytorch_run(parsed, d); !why.empty()) {
+    if (std::string why = other_pytorch_run(pytorch_run, d); !why.empty()) {
       set.problems.push_back({rank, "other-job", d.path + ": from another run (" + why + "); ignored"});
       continue;
     }

@@ -59,11 +59,7 @@ std::vector<Finding> find_membership_mismatches(const TraceSet& traces) {
     // The op the culprit issued on the group last, if any: where the job stopped.
     auto d = traces.dumps.find(f.culprits.front());
     if (d != traces.dumps.end()) {
-      if (const Entry* e = last_collective(d->second, group)) {
-        f.seq = e->seq;
-        f.op = e->op;
-        f.call_site = e->call_site;
-      }
+      if (const Entry* e = last_collective(d->second, group)) place_at(f, *e);
     }
     const bool tie = f.affected.empty();
     f.summary = rank_list(f.culprits) + (tie ? " disagree" : " disagrees with " + rank_list(f.affected)) +

@@ -14,6 +14,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "analyzer/analysis_util.h"
+
 namespace ddx::analyze {
 namespace {
 
@@ -132,12 +134,6 @@ int64_t total_numel(const json& sizes) {
   return total;
 }
 
-// torch's own frames (distributed_c10d.py, c10d_logger.py's wrapper, FSDP internals) come
-// before the user's call: the call site is the first frame outside the torch package.
-bool inside_torch(const std::string& file) {
-  return file.find("/torch/") != std::string::npos || file.rfind("torch/", 0) == 0 || file.rfind("<frozen", 0) == 0;
-}
-
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -155,7 +151,8 @@ void read_frames(const json& e, Entry& x, StackPool& pool) {
     const std::string line = string_of(f, "line");
     const std::string function = string_of(f, "name");
     stack.push_back(file + ":" + line + " in " + function);
-    if (site.empty() && !file.empty() && !inside_torch(file)) site = base_name(file) + ":" + line + " " + function;
+    // torch's own frames come before the user's call: the call site is the first frame outside.
+    if (site.empty() && !file.empty() && !detail::inside_torch(file)) site = base_name(file) + ":" + line + " " + function;
   }
   auto it = pool.find(stack);
   if (it == pool.end()) it = pool.emplace(stack, Shared<std::vector<std::string>>(stack)).first;
@@ -222,15 +219,13 @@ void settle_state(Entry& x, bool retired, int64_t timeout_ms) {
   x.end_us = x.enqueue_us + timeout_ms * 1000;
 }
 
-bool written_by_ddx(const RankDump& d) { return d.format.find("written by ddx") != std::string::npos; }
-
 // Gloo: a collective some member got past completed for everyone; the newest one completed too
 // when every member left a dump that holds it with the same call. Otherwise the ranks holding
 // the newest one were still in it: it never completed for the group.
 void settle_gloo_states(TraceSet& traces) {
   std::map<std::string, uint64_t> front;
   for (const auto& [rank, d] : traces.dumps) {
-    if (written_by_ddx(d)) continue;
+    if (d.written_by_ddx) continue;
     for (const Entry& x : d.entries) {
       if (x.backend == "gloo" && !x.p2p) front[x.group] = std::max(front[x.group], x.seq);
     }
@@ -264,7 +259,7 @@ void settle_gloo_states(TraceSet& traces) {
     front_done[group] = done && !members.empty();
   }
   for (auto& [rank, d] : traces.dumps) {
-    if (written_by_ddx(d)) continue;  // ddx records Gloo's completions itself
+    if (d.written_by_ddx) continue;  // ddx records Gloo's completions itself
     for (Entry& x : d.entries) {
       if (x.backend != "gloo" || x.p2p || x.state != "scheduled") continue;
       if (x.seq < front[x.group] || front_done[x.group]) x.state = "completed";
@@ -412,6 +407,7 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   if (has(doc, "ddx") && doc.at("ddx").is_object()) {
     const json& x = doc.at("ddx");
     d.format += ", written by ddx";
+    d.written_by_ddx = true;
     d.rank = static_cast<int>(int_of(x, "rank", rank));
     d.local_rank = static_cast<int>(int_of(x, "local_rank", 0));
     d.world_size = static_cast<int>(int_of(x, "world_size", d.world_size));

@@ -100,6 +100,7 @@ struct RankDump {
   std::vector<int> declared_dead;
   bool truncated = false;       // salvaged from a cut-off file: header and complete entries only
   std::string format = "ddx";   // "ddx", or "pytorch 2.10" for PyTorch's own recorder
+  bool written_by_ddx = false;  // PyTorch's layout, written by ddx's recorder (DDX_FR_FORMAT)
   bool wrapped = false;         // the ring buffer overwrote its oldest entries
 
   // Seconds between `steady_us` (an entry time) and this dump.

@@ -37,6 +37,14 @@ std::string read_bytes(const std::string& path) {
   return out.str();
 }
 
+// The same call read from two files: op, number, dtype and shape; `i` names the entry.
+void expect_same_call(const Entry& a, const Entry& b, size_t i) {
+  EXPECT_EQ(a.op, b.op) << i;
+  EXPECT_EQ(a.seq, b.seq) << i;
+  EXPECT_EQ(a.dtype, b.dtype) << i;
+  EXPECT_EQ(a.in_shape, b.in_shape) << i;
+}
+
 class PytorchDump : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,11 +70,8 @@ TEST(PytorchDumpFixtures, HealthyPickleAndJsonReadAlikeAndFindNothing) {
   ASSERT_EQ(p.entries.size(), 21u);
   ASSERT_EQ(j.entries.size(), 21u);
   for (size_t i = 0; i < p.entries.size(); ++i) {
-    EXPECT_EQ(p.entries[i].op, j.entries[i].op) << i;
-    EXPECT_EQ(p.entries[i].seq, j.entries[i].seq) << i;
+    expect_same_call(p.entries[i], j.entries[i], i);
     EXPECT_EQ(p.entries[i].group, j.entries[i].group) << i;
-    EXPECT_EQ(p.entries[i].dtype, j.entries[i].dtype) << i;
-    EXPECT_EQ(p.entries[i].in_shape, j.entries[i].in_shape) << i;
     EXPECT_EQ(p.entries[i].state, "completed") << i;
     EXPECT_EQ(p.entries[i].backend, "nccl") << i;
     // The pickle carries Python stacks, the JSON dump none.
@@ -410,6 +415,7 @@ TEST_F(PytorchDump, DdxsPickleReadsLikeItsJson) {
   const RankDump& p = from_pickle.dumps.at(1);
   const RankDump& j = from_json.dumps.at(1);
   EXPECT_EQ(p.format, "pytorch 2.10, written by ddx");
+  EXPECT_TRUE(p.written_by_ddx);
   EXPECT_EQ(p.host, "node7");
   EXPECT_EQ(p.pid, 4242);
   EXPECT_EQ(p.job_id, "job-9");
@@ -417,15 +423,12 @@ TEST_F(PytorchDump, DdxsPickleReadsLikeItsJson) {
   EXPECT_EQ(p.reason, "collective timeout");
   ASSERT_EQ(p.entries.size(), j.entries.size());
   for (size_t i = 0; i < p.entries.size(); ++i) {
-    EXPECT_EQ(p.entries[i].op, j.entries[i].op) << i;
-    EXPECT_EQ(p.entries[i].seq, j.entries[i].seq) << i;
+    expect_same_call(p.entries[i], j.entries[i], i);
     EXPECT_EQ(p.entries[i].state, j.entries[i].state) << i;
-    EXPECT_EQ(p.entries[i].dtype, j.entries[i].dtype) << i;
-    EXPECT_EQ(p.entries[i].in_shape, j.entries[i].in_shape) << i;
     EXPECT_EQ(p.entries[i].group_ranks, j.entries[i].group_ranks) << i;
     EXPECT_EQ(p.entries[i].backend, "gloo") << i;
     EXPECT_EQ(p.entries[i].call_site, j.entries[i].call_site) << i;
-    // Times survive the move to unix nanoseconds within a millisecond.
+    // Times survive the move to unix nanoseconds within two milliseconds.
     EXPECT_NEAR(p.dump_unix_ms * 1000.0 - (p.dump_steady_us - p.entries[i].enqueue_us),
                 j.dump_unix_ms * 1000.0 - (j.dump_steady_us - j.entries[i].enqueue_us), 2000.0)
         << i;
