@@ -81,9 +81,15 @@ std::string describe(const Entry& e) {
 }
 
 const Entry* last_collective(const RankDump& d, const std::string& group) {
+  // A group's numbers grow in recording order, so the last one is among the newest entries: the
+  // scan starts from the end and stops below it (asked of every rank for every group, which
+  // at a thousand ranks was millions of entries). Of entries sharing the number (a coalesced
+  // op and its batch entry) the first recorded is the one.
   const Entry* last = nullptr;
-  for (const Entry& e : d.entries) {
-    if (e.group == group && !e.p2p && (!last || e.seq > last->seq)) last = &e;
+  for (auto it = d.entries.rbegin(); it != d.entries.rend(); ++it) {
+    if (it->group != group || it->p2p) continue;
+    if (last && it->seq < last->seq) break;
+    last = &*it;
   }
   return last;
 }

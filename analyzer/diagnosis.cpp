@@ -114,7 +114,8 @@ std::vector<Finding> stuck_past_timeout(const TraceSet& traces) {
 }
 
 // Why the rank first dumped, in a few words: "timeout", "failed op", "requested by rank 1",
-// "SIGUSR2", "SIGTERM", "dead peer", "uncaught exception" (later triggers in parentheses).
+// "SIGUSR2", "SIGTERM", "dead peer", "uncaught exception" (later triggers in parentheses); for
+// PyTorch's own dumps, which say no why, whose they are ("PyTorch nccl 2.10").
 std::string trigger_label(const std::string& reason) {
   if (reason.rfind("requested by ", 0) == 0) {
     const size_t colon = reason.find(':');
@@ -128,6 +129,14 @@ std::string trigger_label(const std::string& reason) {
   if (reason.rfind("SIGUSR2", 0) == 0) return "SIGUSR2";
   if (reason.rfind("SIGTERM", 0) == 0) return "SIGTERM";
   if (reason.rfind("uncaught exception", 0) == 0) return "uncaught exception";
+  // "PyTorch flight recorder (nccl), format 2.10" -> "PyTorch nccl 2.10"
+  if (reason.rfind("PyTorch flight recorder", 0) == 0) {
+    const size_t open = reason.find(" ("), close = reason.find(')'), format = reason.find("format ");
+    std::string label = "PyTorch";
+    if (open != std::string::npos && close != std::string::npos && close > open) label += " " + reason.substr(open + 2, close - open - 2);
+    if (format != std::string::npos) label += " " + reason.substr(format + 7);
+    return label;
+  }
   return reason.substr(0, 24);
 }
 

@@ -17,7 +17,8 @@
 #include <sstream>
 #include <thread>
 
-#include "analyzer/pickle_json.h"
+#include "analyzer/dump_value.h"
+#include "analyzer/pickle_value.h"
 #include "analyzer/pytorch_dump.h"
 #include "ddx/errors.h"
 
@@ -189,22 +190,33 @@ int64_t modified_unix_us(const fs::path& path) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
 }
 
+// The whole file in one read of its size (a stream copy grows its buffer a dozen times per
+// dump, which shows at a thousand dumps).
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error("cannot be read");
+  const std::streamoff size = in.tellg();
+  std::string bytes(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+  in.seekg(0);
+  if (size > 0 && !in.read(bytes.data(), size)) throw std::runtime_error("cannot be read");
+  return bytes;
+}
+
 // One file, whatever wrote it: ddx's JSON, PyTorch's pickle or PyTorch's JSON.
 RankDump read_any_dump(const fs::path& path, int rank) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot be read");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  const std::string text = bytes.str();
+  const std::string text = file_bytes(path);
   if (text.empty()) throw std::runtime_error("empty file");
   if (looks_like_pickle(text)) {
-    const json doc = pickle_to_json(text);
-    if (!is_pytorch_dump(doc)) throw std::runtime_error("a pickle, but not a PyTorch flight recorder dump");
-    return read_pytorch_dump(doc, rank, path.string(), modified_unix_us(path));
+    RankDump d;
+    read_pickle(text, [&](const DumpValue& doc) {
+      if (!is_pytorch_dump(doc)) throw std::runtime_error("a pickle, but not a PyTorch flight recorder dump");
+      d = read_pytorch_dump(doc, rank, path.string(), modified_unix_us(path));
+    });
+    return d;
   }
   json doc = json::parse(text, nullptr, false);
-  if (!doc.is_discarded() && is_pytorch_dump(doc)) {
-    return read_pytorch_dump(doc, rank, path.string(), modified_unix_us(path));
+  if (!doc.is_discarded() && is_pytorch_dump(json_value(doc))) {
+    return read_pytorch_dump(json_value(doc), rank, path.string(), modified_unix_us(path));
   }
   return parse_dump(text, path.string());
 }

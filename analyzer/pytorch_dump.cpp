@@ -12,48 +12,41 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "analyzer/analysis_util.h"
+#include "analyzer/dump_value.h"
 
 namespace ddx::analyze {
 namespace {
 
-using nlohmann::json;
-
-bool has(const json& doc, const char* key) { return doc.is_object() && doc.contains(key) && !doc.at(key).is_null(); }
-
-int64_t int_of(const json& doc, const char* key, int64_t fallback) {
-  if (!has(doc, key)) return fallback;
-  const json& v = doc.at(key);
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number()) return static_cast<int64_t>(v.get<double>());
-  if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
-  if (v.is_string()) {
-    try {
-      return std::stoll(v.get<std::string>());
-    } catch (const std::exception&) {
-      return fallback;
-    }
+int64_t int_of(const DumpValue& v, int64_t fallback) {
+  switch (v.kind()) {
+    case DumpValue::Kind::Int: return v.as_int();
+    case DumpValue::Kind::Double: return static_cast<int64_t>(v.as_double());
+    case DumpValue::Kind::Bool: return v.as_bool() ? 1 : 0;
+    case DumpValue::Kind::String:
+      try {
+        return std::stoll(v.as_string());
+      } catch (const std::exception&) {
+        return fallback;
+      }
+    default: return fallback;
   }
-  return fallback;
 }
 
-std::string text_of(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
-  return v.is_null() ? "" : v.dump();
-}
+int64_t int_of(const DumpValue& doc, const char* key, int64_t fallback) { return int_of(doc.get(key), fallback); }
 
-std::string string_of(const json& doc, const char* key) { return has(doc, key) ? text_of(doc.at(key)) : ""; }
+std::string string_of(const DumpValue& doc, const char* key) { return text_of(doc.get(key)); }
 
 // pg_config's ranks are written as text ("[0, 1, 2]"); older dumps and our own fixtures may
 // hold a list.
-std::vector<int> ranks_of(const json& v) {
+std::vector<int> ranks_of(const DumpValue& v) {
   std::vector<int> out;
-  if (v.is_array()) {
-    for (const json& r : v) {
-      if (r.is_number_integer()) out.push_back(r.get<int>());
+  if (v.is_list()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].is_int()) out.push_back(static_cast<int>(v[i].as_int()));
     }
     return out;
   }
@@ -113,22 +106,23 @@ ProfilingName parse_profiling_name(const std::string& name) {
   return p;
 }
 
-std::vector<int64_t> first_shape(const json& sizes) {
+std::vector<int64_t> first_shape(const DumpValue& sizes) {
   std::vector<int64_t> out;
-  if (!sizes.is_array() || sizes.empty() || !sizes[0].is_array()) return out;
-  for (const json& d : sizes[0]) {
-    if (d.is_number_integer()) out.push_back(d.get<int64_t>());
+  const DumpValue shape = sizes[0];
+  out.reserve(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i].is_int()) out.push_back(shape[i].as_int());
   }
   return out;
 }
 
-int64_t total_numel(const json& sizes) {
+int64_t total_numel(const DumpValue& sizes) {
   int64_t total = 0;
-  if (!sizes.is_array()) return 0;
-  for (const json& shape : sizes) {
-    if (!shape.is_array()) continue;
+  for (size_t s = 0; s < sizes.size(); ++s) {
+    const DumpValue shape = sizes[s];
+    if (!shape.is_list()) continue;
     int64_t n = 1;
-    for (const json& d : shape) n *= d.is_number_integer() ? d.get<int64_t>() : 0;
+    for (size_t i = 0; i < shape.size(); ++i) n *= shape[i].is_int() ? shape[i].as_int() : 0;
     total += n;
   }
   return total;
@@ -139,25 +133,59 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A dump's entries mostly repeat a few stacks: each distinct one is stored once.
-using StackPool = std::map<std::vector<std::string>, Shared<std::vector<std::string>>>;
+// A stack as the analysis holds it: "file:line in function" per frame, and the call site.
+struct ReadStack {
+  Shared<std::vector<std::string>> frames;
+  std::string call_site;
+};
 
-void read_frames(const json& e, Entry& x, StackPool& pool) {
-  if (!has(e, "frames") || !e.at("frames").is_array()) return;
-  std::string site;
+// A dump's entries mostly repeat a few stacks: each distinct one is read and stored once.
+// PyTorch pickles each distinct frame once and every entry's stack refers to it, so a stack is
+// known by its frames' identities without reading them; where the format cannot tell (JSON),
+// by its text.
+struct StackPool {
+  std::map<std::vector<const void*>, ReadStack> by_identity;
+  std::map<std::vector<std::string>, Shared<std::vector<std::string>>> by_text;
+};
+
+ReadStack read_stack(const DumpValue& frames, StackPool& pool) {
+  ReadStack out;
   std::vector<std::string> stack;
-  for (const json& f : e.at("frames")) {
+  stack.reserve(frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const DumpValue f = frames[i];
     const std::string file = string_of(f, "filename");
     const std::string line = string_of(f, "line");
     const std::string function = string_of(f, "name");
     stack.push_back(file + ":" + line + " in " + function);
     // torch's own frames come before the user's call: the call site is the first frame outside.
-    if (site.empty() && !file.empty() && !detail::inside_torch(file)) site = base_name(file) + ":" + line + " " + function;
+    if (out.call_site.empty() && !file.empty() && !detail::inside_torch(file)) {
+      out.call_site = base_name(file) + ":" + line + " " + function;
+    }
   }
-  auto it = pool.find(stack);
-  if (it == pool.end()) it = pool.emplace(stack, Shared<std::vector<std::string>>(stack)).first;
-  x.stack = it->second;
-  x.call_site = site;
+  auto it = pool.by_text.find(stack);
+  if (it == pool.by_text.end()) it = pool.by_text.emplace(stack, Shared<std::vector<std::string>>(stack)).first;
+  out.frames = it->second;
+  return out;
+}
+
+void read_frames(const DumpValue& frames, Entry& x, StackPool& pool) {
+  if (!frames.is_list()) return;
+  std::vector<const void*> ids(frames.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = frames[i].identity();
+  const bool known = std::find(ids.begin(), ids.end(), nullptr) == ids.end();
+  const ReadStack* stack = nullptr;
+  ReadStack read;
+  if (known) {
+    auto it = pool.by_identity.find(ids);
+    if (it == pool.by_identity.end()) it = pool.by_identity.emplace(ids, read_stack(frames, pool)).first;
+    stack = &it->second;
+  } else {
+    read = read_stack(frames, pool);
+    stack = &read;
+  }
+  x.stack = stack->frames;
+  x.call_site = stack->call_site;
 }
 
 // "0 (default_pg)", "1 (stuck_subgroup)": PyTorch's group name with the description users give
@@ -172,37 +200,64 @@ bool is_default_group(const std::string& label) {
   return label == "0" || label.rfind("0 (", 0) == 0 || label.find("(default_pg)") != std::string::npos;
 }
 
-Entry entry_from(const json& e, StackPool& stacks) {
-  Entry x;
-  x.id = static_cast<uint64_t>(std::max<int64_t>(0, int_of(e, "record_id", 0)));
-  const ProfilingName name = parse_profiling_name(string_of(e, "profiling_name"));
+// One entry, and what the dump says about it that the analysis's Entry has no place for.
+struct ReadEntry {
+  Entry entry;
+  std::string pg_id;      // "" where the dump has none
+  std::string desc;       // the group's description from process_group
+  bool has_desc = false;  // process_group gave one (PyTorch's newer dumps)
+  bool retired = false;
+  int64_t timeout_ms = 0;
+  int64_t op_id = -1;
+  int self = -1;          // this rank's group rank, as a send/recv's profiling name gives it
+};
+
+// The entry keys read, in the order of EntryField (older dumps: seq_id for both numbers).
+enum EntryField {
+  kRecordId, kProfilingName, kIsP2p, kPgId, kProcessGroup, kCollectiveSeqId, kP2pSeqId, kSeqId, kInputSizes,
+  kOutputSizes, kInputDtypes, kOutputDtypes, kTimeCreated, kTimeStarted, kTimeCompleted, kState, kRetired, kOpId,
+  kTimeoutMs, kFrames
+};
+
+DictFields entry_fields() {
+  return DictFields({"record_id", "profiling_name", "is_p2p", "pg_id", "process_group", "collective_seq_id",
+                     "p2p_seq_id", "seq_id", "input_sizes", "output_sizes", "input_dtypes", "output_dtypes",
+                     "time_created_ns", "time_discovered_started_ns", "time_discovered_completed_ns", "state",
+                     "retired", "op_id", "timeout_ms", "frames"});
+}
+
+ReadEntry entry_from(const std::vector<DumpValue>& e, StackPool& stacks) {
+  ReadEntry r;
+  Entry& x = r.entry;
+  x.id = static_cast<uint64_t>(std::max<int64_t>(0, int_of(e[kRecordId], 0)));
+  const ProfilingName name = parse_profiling_name(text_of(e[kProfilingName]));
   x.backend = name.backend;
   x.op = name.op;
   x.peer = name.peer;
-  x.p2p = has(e, "is_p2p") ? e.at("is_p2p").get<bool>() : name.p2p;
-  if (has(e, "process_group") && e.at("process_group").is_array() && !e.at("process_group").empty()) {
-    x.group = text_of(e.at("process_group")[0]);
-  } else {
-    x.group = string_of(e, "pg_id");
-  }
-  const int64_t seq = x.p2p ? int_of(e, "p2p_seq_id", int_of(e, "seq_id", 0))
-                            : int_of(e, "collective_seq_id", int_of(e, "seq_id", 0));
+  r.self = name.self;
+  x.p2p = e[kIsP2p].is_null() ? name.p2p : int_of(e[kIsP2p], 0) != 0;
+  r.pg_id = text_of(e[kPgId]);
+  const DumpValue& process_group = e[kProcessGroup];
+  x.group = process_group.size() > 0 ? text_of(process_group[0]) : r.pg_id;
+  r.has_desc = process_group.size() > 1;
+  if (r.has_desc) r.desc = text_of(process_group[1]);
+  const int64_t seq = int_of(x.p2p ? e[kP2pSeqId] : e[kCollectiveSeqId], int_of(e[kSeqId], 0));
   x.seq = static_cast<uint64_t>(std::max<int64_t>(0, seq));
-  const json inputs = has(e, "input_sizes") ? e.at("input_sizes") : json::array();
-  x.in_shape = first_shape(inputs);
-  x.out_shape = first_shape(has(e, "output_sizes") ? e.at("output_sizes") : json::array());
-  x.numel = total_numel(inputs);
-  for (const char* key : {"input_dtypes", "output_dtypes"}) {
-    if (x.dtype.empty() && has(e, key) && e.at(key).is_array() && !e.at(key).empty()) {
-      x.dtype = dtype_name(text_of(e.at(key)[0]));
-    }
+  x.in_shape = first_shape(e[kInputSizes]);
+  x.out_shape = first_shape(e[kOutputSizes]);
+  x.numel = total_numel(e[kInputSizes]);
+  for (const EntryField key : {kInputDtypes, kOutputDtypes}) {
+    if (x.dtype.empty() && e[key].size() > 0) x.dtype = dtype_name(text_of(e[key][0]));
   }
-  x.enqueue_us = int_of(e, "time_created_ns", 0) / 1000;
-  x.start_us = int_of(e, "time_discovered_started_ns", 0) / 1000;
-  x.end_us = int_of(e, "time_discovered_completed_ns", 0) / 1000;
-  x.state = string_of(e, "state");
-  read_frames(e, x, stacks);
-  return x;
+  x.enqueue_us = int_of(e[kTimeCreated], 0) / 1000;
+  x.start_us = int_of(e[kTimeStarted], 0) / 1000;
+  x.end_us = int_of(e[kTimeCompleted], 0) / 1000;
+  x.state = text_of(e[kState]);
+  r.retired = int_of(e[kRetired], 0) != 0;
+  r.op_id = int_of(e[kOpId], -1);
+  r.timeout_ms = int_of(e[kTimeoutMs], 0);
+  read_frames(e[kFrames], x, stacks);
+  return r;
 }
 
 // What PyTorch's states mean for the analysis. NCCL marks an entry completed when its end event
@@ -222,7 +277,7 @@ void settle_state(Entry& x, bool retired, int64_t timeout_ms) {
 // Gloo: a collective some member got past completed for everyone; the newest one completed too
 // when every member left a dump that holds it with the same call. Otherwise the ranks holding
 // the newest one were still in it: it never completed for the group.
-void settle_gloo_states(TraceSet& traces) {
+std::set<int> settle_gloo_states(TraceSet& traces) {
   std::map<std::string, uint64_t> front;
   for (const auto& [rank, d] : traces.dumps) {
     if (d.written_by_ddx) continue;
@@ -258,13 +313,18 @@ void settle_gloo_states(TraceSet& traces) {
     }
     front_done[group] = done && !members.empty();
   }
+  std::set<int> changed;
   for (auto& [rank, d] : traces.dumps) {
     if (d.written_by_ddx) continue;  // ddx records Gloo's completions itself
     for (Entry& x : d.entries) {
       if (x.backend != "gloo" || x.p2p || x.state != "scheduled") continue;
-      if (x.seq < front[x.group] || front_done[x.group]) x.state = "completed";
+      if (x.seq < front[x.group] || front_done[x.group]) {
+        x.state = "completed";
+        changed.insert(rank);
+      }
     }
   }
+  return changed;
 }
 
 // Each group's position from its entries (pg_status kept only for groups no entry is left of).
@@ -287,14 +347,13 @@ void positions_from_entries(RankDump& d) {
 
 }  // namespace
 
-bool is_pytorch_dump(const nlohmann::json& doc) {
-  return doc.is_object() && doc.contains("version") && doc.at("version").is_string() && doc.contains("entries") &&
-         doc.at("entries").is_array() && !doc.contains("format");
+bool is_pytorch_dump(const DumpValue& doc) {
+  return doc.get("version").is_string() && doc.get("entries").is_list() && !doc.has("format");
 }
 
-RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::string& path, int64_t file_time_us) {
+RankDump read_pytorch_dump(const DumpValue& doc, int rank, const std::string& path, int64_t file_time_us) {
   if (!is_pytorch_dump(doc)) throw std::runtime_error("not a PyTorch flight recorder dump (no \"version\" and \"entries\")");
-  const std::string version = doc.at("version").get<std::string>();
+  const std::string version = doc.get("version").as_string();
   if (version.rfind("2.", 0) != 0) {
     throw std::runtime_error("PyTorch flight recorder format " + version + " (this ddx reads 2.x)");
   }
@@ -309,49 +368,66 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
   // pg_status, which is keyed by pg_id where entries say process_group.
   std::map<std::string, Shared<std::vector<int>>> members;  // by group label
   std::map<std::string, std::string> desc_of;        // by PyTorch's group name
-  const json config = has(doc, "pg_config") ? doc.at("pg_config") : json::object();
-  if (config.is_object()) {
-    for (const auto& [key, g] : config.items()) {
-      if (key.empty() || !g.is_object()) continue;
-      const std::string name = has(g, "name") && !string_of(g, "name").empty() ? string_of(g, "name") : key;
-      desc_of[name] = string_of(g, "desc");
-      const std::string label = group_label(name, desc_of[name]);
-      if (has(g, "ranks")) members[label] = ranks_of(g.at("ranks"));
-      if (is_default_group(label)) d.world_size = static_cast<int>(members[label].size());
-    }
-  }
+  doc.get("pg_config").for_each_item([&](const DumpValue& key_value, const DumpValue& g) {
+    const std::string key = text_of(key_value);
+    if (key.empty() || !g.is_dict()) return;
+    const std::string name = string_of(g, "name").empty() ? key : string_of(g, "name");
+    desc_of[name] = string_of(g, "desc");
+    const std::string label = group_label(name, desc_of[name]);
+    if (g.has("ranks")) members[label] = ranks_of(g.get("ranks"));
+    if (is_default_group(label)) d.world_size = static_cast<int>(members[label].size());
+  });
 
-  const json& entries = doc.at("entries");
+  const DumpValue entries = doc.get("entries");
   std::map<std::string, std::string> name_of_pg_id;
-  std::vector<bool> retired;
+  std::vector<ReadEntry> read;
   StackPool stacks;
-  d.entries.reserve(entries.size());
-  for (const json& e : entries) {
-    if (!e.is_object()) throw std::runtime_error("an entry that is not a dict");
-    Entry x = entry_from(e, stacks);
-    std::string desc = desc_of.count(x.group) ? desc_of[x.group] : "";
-    if (has(e, "process_group") && e.at("process_group").is_array() && e.at("process_group").size() > 1) {
-      desc = text_of(e.at("process_group")[1]);
+  DictFields fields = entry_fields();
+  read.reserve(entries.size());
+  // Labels and member lists are looked up once per group, not per entry.
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, Shared<std::vector<int>>>> labels;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const DumpValue e = entries[i];
+    if (!e.is_dict()) throw std::runtime_error("an entry that is not a dict");
+    ReadEntry r = entry_from(fields.read(e), stacks);
+    Entry& x = r.entry;
+    const std::string& desc = r.has_desc || !desc_of.count(x.group) ? r.desc : desc_of[x.group];
+    auto known = labels.find({x.group, desc});
+    if (known == labels.end()) {
+      const std::string label = group_label(x.group, desc);
+      auto m = members.find(label);
+      known = labels.emplace(std::make_pair(x.group, desc),
+                             std::make_pair(label, m != members.end() ? m->second : Shared<std::vector<int>>())).first;
     }
-    x.group = group_label(x.group, desc);
-    auto m = members.find(x.group);
-    if (m != members.end()) x.group_ranks = m->second;
-    if (has(e, "pg_id")) name_of_pg_id[string_of(e, "pg_id")] = x.group;
-    d.collective_timeout_ms = std::max(d.collective_timeout_ms, int_of(e, "timeout_ms", 0));
-    retired.push_back(int_of(e, "retired", 0) != 0);
-    d.entries.push_back(std::move(x));
+    x.group = known->second.first;
+    x.group_ranks = known->second.second;
+    if (!r.pg_id.empty()) name_of_pg_id[r.pg_id] = x.group;
+    d.collective_timeout_ms = std::max(d.collective_timeout_ms, r.timeout_ms);
+    read.push_back(std::move(r));
   }
-  for (size_t i = 0; i < d.entries.size(); ++i) settle_state(d.entries[i], retired[i], d.collective_timeout_ms);
+  for (ReadEntry& r : read) settle_state(r.entry, r.retired, d.collective_timeout_ms);
   // Inside a coalesced batch (batch_isend_irecv, _coalescing_manager) only the batch's trailing
   // "coalesced" entry is ever completed and retired; the ops before it, up to its op_id, stay
   // "scheduled" although they ran with it.
   int64_t done_through = -1;
-  for (size_t i = d.entries.size(); i-- > 0;) {
-    const Entry& x = d.entries[i];
-    const int64_t op_id = int_of(entries[i], "op_id", -1);
-    if (x.op == "coalesced" && x.completed()) done_through = std::max(done_through, op_id);
-    if (!x.completed() && x.op != "coalesced" && op_id >= 0 && op_id <= done_through) d.entries[i].state = "completed";
+  for (size_t i = read.size(); i-- > 0;) {
+    Entry& x = read[i].entry;
+    if (x.op == "coalesced" && x.completed()) done_through = std::max(done_through, read[i].op_id);
+    if (!x.completed() && x.op != "coalesced" && read[i].op_id >= 0 && read[i].op_id <= done_through) x.state = "completed";
   }
+  // The rank in the file name against the dump's own word: a send/recv names this rank's place
+  // in its group.
+  for (const ReadEntry& r : read) {
+    const Entry& x = r.entry;
+    if (r.self >= 0 && r.self < static_cast<int>(x.group_ranks.size()) && x.group_ranks[r.self] != rank) {
+      throw std::runtime_error("its file name says rank " + std::to_string(rank) + ", its " + x.op + " #" +
+                               std::to_string(x.seq) + " on group " + x.group + " was issued by rank " +
+                               std::to_string(x.group_ranks[r.self]));
+    }
+  }
+  d.entries.reserve(read.size());
+  for (ReadEntry& r : read) d.entries.push_back(std::move(r.entry));
+  read = {};
   // When the dump was taken: PyTorch does not say. The file's time is right where the dump was
   // written, not where it was copied or checked out later; a file time past the newest event
   // by more than three timeouts is a copy's, and the newest event plus one timeout (the earliest
@@ -363,49 +439,35 @@ RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::strin
     d.dump_steady_us = newest + timeout_us;
     d.dump_unix_ms = d.dump_steady_us / 1000;
   }
-  // The rank in the file name against the dump's own word: a send/recv names this rank's place
-  // in its group.
-  for (size_t i = 0; i < d.entries.size(); ++i) {
-    const ProfilingName name = parse_profiling_name(string_of(entries[i], "profiling_name"));
-    const Entry& x = d.entries[i];
-    if (name.self >= 0 && name.self < static_cast<int>(x.group_ranks.size()) && x.group_ranks[name.self] != rank) {
-      throw std::runtime_error("its file name says rank " + std::to_string(rank) + ", its " + name.op + " #" +
-                               std::to_string(x.seq) + " on group " + x.group + " was issued by rank " +
-                               std::to_string(x.group_ranks[name.self]));
-    }
-  }
   if (!d.entries.empty()) {
     d.recorded_total = d.entries.back().id + 1;
     d.wrapped = d.entries.front().id > 0;
     if (d.wrapped) d.capacity = d.entries.size();
   }
 
-  const json status = has(doc, "pg_status") ? doc.at("pg_status") : json::object();
-  if (status.is_object()) {
-    for (const auto& [pg_id, s] : status.items()) {
-      auto named = name_of_pg_id.find(pg_id);
-      const std::string name = named != name_of_pg_id.end() ? named->second
-                               : desc_of.count(pg_id)     ? group_label(pg_id, desc_of[pg_id])
-                                                          : pg_id;
-      // After a point-to-point op, pg_status holds the p2p counter where it said the collective
-      // one (torch 2.11): its numbers stand in only for a group no entry is left of.
-      GroupPosition p;
-      p.last_enqueued = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_enqueued_collective", 0)));
-      p.last_started = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_started_collective", 0)));
-      p.last_completed = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_completed_collective", 0)));
-      if (name_of_pg_id.count(pg_id)) p = GroupPosition{};
-      auto m = members.find(name);
-      if (m != members.end()) p.ranks = m->second;
-      d.groups[name] = p;
-    }
-  }
+  doc.get("pg_status").for_each_item([&](const DumpValue& key, const DumpValue& s) {
+    const std::string pg_id = text_of(key);
+    auto named = name_of_pg_id.find(pg_id);
+    const std::string name = named != name_of_pg_id.end() ? named->second
+                             : desc_of.count(pg_id)     ? group_label(pg_id, desc_of[pg_id])
+                                                        : pg_id;
+    // After a point-to-point op, pg_status holds the p2p counter where it said the collective
+    // one (torch 2.11): its numbers stand in only for a group no entry is left of.
+    GroupPosition p;
+    p.last_enqueued = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_enqueued_collective", 0)));
+    p.last_started = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_started_collective", 0)));
+    p.last_completed = static_cast<uint64_t>(std::max<int64_t>(0, int_of(s, "last_completed_collective", 0)));
+    if (name_of_pg_id.count(pg_id)) p = GroupPosition{};
+    auto m = members.find(name);
+    if (m != members.end()) p.ranks = m->second;
+    d.groups[name] = p;
+  });
   positions_from_entries(d);
   const std::string backend = d.entries.empty() ? "" : d.entries.front().backend;
   d.reason = "PyTorch flight recorder" + (backend.empty() ? std::string() : " (" + backend + ")") + ", format " + version;
   // ddx's own recorder in PyTorch's layout (DDX_FR_FORMAT=pytorch) adds what PyTorch's has no
   // place for: who wrote it, and why.
-  if (has(doc, "ddx") && doc.at("ddx").is_object()) {
-    const json& x = doc.at("ddx");
+  if (const DumpValue x = doc.get("ddx"); x.is_dict()) {
     d.format += ", written by ddx";
     d.written_by_ddx = true;
     d.rank = static_cast<int>(int_of(x, "rank", rank));
@@ -457,6 +519,8 @@ void finish_pytorch_dumps(TraceSet& traces) {
     }
   }
   std::map<std::string, Shared<std::vector<int>>> shared_known(known.begin(), known.end());
+  // Only the dumps this changes have their positions counted again (NCCL's name their members).
+  std::set<int> changed;
   for (auto& [rank, d] : traces.dumps) {
     if (d.format == "ddx") continue;
     for (auto& [name, g] : d.groups) {
@@ -464,14 +528,15 @@ void finish_pytorch_dumps(TraceSet& traces) {
       if (g.ranks.empty() && k != known.end()) g.ranks = k->second;
     }
     for (Entry& x : d.entries) {
+      if (!x.group_ranks.empty()) continue;
       auto k = shared_known.find(x.group);
-      if (x.group_ranks.empty() && k != shared_known.end()) x.group_ranks = k->second;
+      if (k == shared_known.end()) continue;
+      x.group_ranks = k->second;
+      changed.insert(rank);
     }
   }
-  settle_gloo_states(traces);
-  for (auto& [rank, d] : traces.dumps) {
-    if (d.format != "ddx") positions_from_entries(d);
-  }
+  for (int rank : settle_gloo_states(traces)) changed.insert(rank);
+  for (int rank : changed) positions_from_entries(traces.dumps.at(rank));
 }
 
 }  // namespace ddx::analyze

@@ -5,23 +5,22 @@
 // (torch/csrc/distributed/c10d/FlightRecorder*.{hpp,cpp}; its reader is
 // torch/distributed/flight_recorder/): format versions 2.x, keys added over releases, each
 // read where present. docs/analyze-pytorch.md lists what is read and how.
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <string>
 
+#include "analyzer/dump_value.h"
 #include "analyzer/trace_model.h"
 
 namespace ddx::analyze {
 
 // True for a document with PyTorch's top-level keys (a "version" string and "entries").
-bool is_pytorch_dump(const nlohmann::json& doc);
+bool is_pytorch_dump(const DumpValue& doc);
 
-// One rank's dump, pickle decoded (pickle_json.h) or JSON as written. `rank` comes from the
+// One rank's dump, a pickle read in place (pickle_value.h) or JSON (json_value). `rank` comes from the
 // file name (PyTorch records no global rank); `file_time_us` (the file's modification time, unix)
 // stands in for the dump's own time, which PyTorch does not record either. Throws
 // std::runtime_error naming what is wrong.
-RankDump read_pytorch_dump(const nlohmann::json& doc, int rank, const std::string& path, int64_t file_time_us);
+RankDump read_pytorch_dump(const DumpValue& doc, int rank, const std::string& path, int64_t file_time_us);
 
 // What one dump cannot say, from all of them; call once with every dump read. Gloo's recorder
 // lists no members for its groups (pg_config is {"": {"ranks": "[]"}}): a group's members are the

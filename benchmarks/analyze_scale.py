@@ -11,7 +11,7 @@ and peak memory, which must name the culprit) and torchfrtrace on the same files
 ratio of their times. Nothing is asserted on the times here: the numbers are for the log.
 
   .venv/bin/python benchmarks/analyze_scale.py --ddx build/bin/ddx [--ranks 1024] [--entries 2000]
-      [--culprit 517] [--dir /tmp/ddx-analyze-scale] [--torchfrtrace-timeout 600]
+      [--culprit 517] [--dir /tmp/ddx-analyze-scale] [--torchfrtrace-timeout 600] [--repeat 3]
 """
 import argparse
 import os
@@ -64,7 +64,10 @@ def entries_for(rank, ranks, count, culprit, t0_ns):
             "retired": not last,
             "timeout_ms": 600_000,
             "is_p2p": False,
-            "frames": [dict(f) for f in FRAMES],  # each entry its own frames; strings shared, as PyTorch memoizes them
+            # A new list per entry of the same frame dicts: PyTorch's writer (getCollectiveTrace
+            # in FlightRecorderDetail.hpp) makes one dict per distinct frame and its pickler
+            # memoizes it, so every stack refers to the shared frames, as here.
+            "frames": list(FRAMES),
         })
     if rank == culprit:
         out.pop()  # stuck in compute: never reached the world's last all_reduce
@@ -119,7 +122,10 @@ def main():
     p.add_argument("--culprit", type=int, default=517)
     p.add_argument("--dir", default="/tmp/ddx-analyze-scale")
     p.add_argument("--torchfrtrace-timeout", type=int, default=600)
+    p.add_argument("--repeat", type=int, default=3, help="runs of ddx analyze; the median is reported")
     args = p.parse_args()
+    if args.repeat < 1:
+        sys.exit(f"analyze_scale.py: --repeat {args.repeat}: at least one run")
     if not 0 <= args.culprit < args.ranks:
         sys.exit(f"analyze_scale.py: --culprit {args.culprit} is not a rank of {args.ranks}")
 
@@ -128,10 +134,18 @@ def main():
     write_dumps(args.dir, args.ranks, args.entries, args.culprit)
     size = sum(os.path.getsize(os.path.join(args.dir, f)) for f in os.listdir(args.dir))
     print(f"analyze_scale: {size / 2**20:.0f} MiB of dumps in {time.monotonic() - t:.1f} s", flush=True)
+    os.sync()  # the dumps on disk before the clock starts: timed is the analysis, not their writeback
 
-    ddx_s, ddx_mib, ddx_rc, ddx_out = timed([args.ddx, "analyze", "--json", args.dir], 600)
-    named = re.search(r'"culprits": \[\s*%d\s*\]' % args.culprit, ddx_out) is not None
-    print(f"ddx analyze:   {ddx_s:7.2f} s, peak {ddx_mib:.0f} MiB, exit {ddx_rc}, "
+    # Several runs, the median reported: a loaded 2-core machine varies by a second from run to run.
+    runs = []
+    for i in range(args.repeat):
+        ddx_s, ddx_mib, ddx_rc, ddx_out = timed([args.ddx, "analyze", "--json", args.dir], 600)
+        named = re.search(r'"culprits": \[\s*%d\s*\]' % args.culprit, ddx_out) is not None
+        runs.append((ddx_s, ddx_mib, ddx_rc, ddx_out, named))
+        print(f"  ddx analyze run {i + 1}/{args.repeat}: {ddx_s:.2f} s, peak {ddx_mib:.0f} MiB", flush=True)
+    ddx_s, ddx_mib, ddx_rc, ddx_out, named = sorted(runs, key=lambda r: r[0])[len(runs) // 2]
+    named = named and all(r[4] and r[2] == 1 for r in runs)
+    print(f"ddx analyze:   {ddx_s:7.2f} s (median of {len(runs)}), peak {ddx_mib:.0f} MiB, exit {ddx_rc}, "
           f"{'names' if named else 'DOES NOT NAME'} rank {args.culprit}", flush=True)
     for line in ddx_out.splitlines():
         if '"summary"' in line:

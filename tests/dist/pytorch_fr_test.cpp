@@ -200,7 +200,7 @@ TEST(AnalyzeScale, SmallNcclShapedDumpsNameTheCulpritAsTorchfrtraceDoes) {
   const std::string dir = scratch_dir("pytorch-fr", "scale-small");
   RunResult r = run_in(dir,
                        {DDX_PYTHON, std::string(DDX_SOURCE_DIR) + "/benchmarks/analyze_scale.py", "--ddx", DDX_BIN,
-                        "--ranks", "32", "--entries", "200", "--culprit", "13", "--dir", dir + "/dumps"},
+                        "--ranks", "32", "--entries", "200", "--culprit", "13", "--dir", dir + "/dumps", "--repeat", "1"},
                        {}, 240);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("names rank 13"), std::string::npos) << r.output;

@@ -118,6 +118,27 @@ TEST(PytorchDumpFixtures, APointToPointBatchThatRanIsNotADeadlock) {
   }
 }
 
+TEST(PytorchDumpFixtures, ASendWhoseReceiveWasNeverPostedNamesTheReceiver) {
+  // Rank 0 blocked in send p2p#1 to rank 1; rank 1 never posted the recv and sits idle after
+  // the last collective they shared (make_p2p_missing.py, from the real captures). torchfrtrace
+  // names rank 1 "missing" in the send too.
+  const std::string dir = std::string(DDX_SOURCE_DIR) + "/tests/fixtures/pytorch-fr/nccl-p2p-missing";
+  TraceSet t = load_traces({dir});
+  ASSERT_EQ(t.dumps.size(), 2u);
+  const Entry& send = t.dumps.at(0).entries.back();
+  EXPECT_TRUE(send.p2p);
+  EXPECT_EQ(send.op, "send");
+  EXPECT_EQ(send.peer_global(), 1);
+  EXPECT_TRUE(send.in_flight());
+  Diagnosis dx = diagnose(t);
+  ASSERT_FALSE(dx.findings.empty()) << render_text(t, dx);
+  const Finding& verdict = dx.findings.front();
+  EXPECT_EQ(verdict.kind, FindingKind::StoppedPeer) << render_text(t, dx);
+  EXPECT_EQ(verdict.culprits, std::vector<int>{1}) << render_text(t, dx);
+  EXPECT_EQ(verdict.affected, std::vector<int>{0}) << render_text(t, dx);
+  EXPECT_NE(verdict.summary.find("send p2p#1"), std::string::npos) << verdict.summary;
+}
+
 TEST(PytorchDumpFixtures, ATimedOutCollectiveIsNamedWithItsGroupAndStack) {
   // World of one: the all_reduce the blocked stream never ran, dumped by PyTorch on its timeout.
   TraceSet hang = load_traces({kFixtures + "hang"});
