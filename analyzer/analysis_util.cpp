@@ -1,8 +1,11 @@
 #include "analyzer/analysis_util.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
 namespace ddx::analyze {
 
@@ -141,6 +144,18 @@ void place_at(Finding& f, const Entry& e) {
   f.p2p = e.p2p;
   f.op = e.op;
   f.call_site = e.call_site;
+}
+
+void for_each_index_in_parallel(size_t n, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  auto drain = [&] {
+    for (size_t i = next++; i < n; i = next++) work(i);
+  };
+  const size_t threads = std::min<size_t>({n, std::max(1u, std::thread::hardware_concurrency()), 8});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(drain);
+  drain();
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace detail

@@ -1,11 +1,16 @@
 #pragma once
 // Small shared pieces of the analysis: how entries and rank sets are written in findings.
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "analyzer/diagnosis.h"
 
 namespace ddx::analyze::detail {
+
+// Calls work(i) for every i in [0, n) on every core (at most 8 threads, this one included),
+// each index once; returns when all are done. work must not throw.
+void for_each_index_in_parallel(size_t n, const std::function<void(size_t)>& work);
 
 std::string shape_text(const std::vector<int64_t>& shape);
 // "all_reduce(sum)"

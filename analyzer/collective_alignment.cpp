@@ -3,12 +3,10 @@
 // then which ranks are behind the others (never joined, stuck, skipped one, or the majority
 // finished and a minority issued an extra collective).
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "analyzer/analysis_util.h"
 #include "analyzer/diagnosis.h"
@@ -441,19 +439,11 @@ std::vector<Finding> find_collective_problems(const TraceSet& traces) {
   std::vector<const GroupView*> groups;
   for (const auto& [name, g] : views) groups.push_back(&g);
   std::vector<std::vector<Finding>> found(groups.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < groups.size(); i = next++) {
-      found[i] = mismatches(*groups[i]);
-      auto b = behind(*groups[i], traces);
-      found[i].insert(found[i].end(), b.begin(), b.end());
-    }
-  };
-  const size_t threads = std::min<size_t>(groups.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  for_each_index_in_parallel(groups.size(), [&](size_t i) {
+    found[i] = mismatches(*groups[i]);
+    auto b = behind(*groups[i], traces);
+    found[i].insert(found[i].end(), b.begin(), b.end());
+  });
   std::vector<Finding> out;
   for (auto& f : found) out.insert(out.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
   return out;

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +14,8 @@
 #include <optional>
 #include <regex>
 #include <sstream>
-#include <thread>
 
+#include "analyzer/analysis_util.h"
 #include "analyzer/dump_value.h"
 #include "analyzer/pickle_value.h"
 #include "analyzer/pytorch_dump.h"
@@ -228,22 +227,14 @@ struct ReadResult {
 
 std::vector<ReadResult> read_all(const std::vector<std::pair<int, fs::path>>& files) {
   std::vector<ReadResult> out(files.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      try {
-        out[i].dump = read_any_dump(files[i].second, files[i].first);
-      } catch (const std::exception& e) {
-        out[i].error = e.what();
-        if (out[i].error.empty()) out[i].error = "unreadable";
-      }
+  detail::for_each_index_in_parallel(files.size(), [&](size_t i) {
+    try {
+      out[i].dump = read_any_dump(files[i].second, files[i].first);
+    } catch (const std::exception& e) {
+      out[i].error = e.what();
+      if (out[i].error.empty()) out[i].error = "unreadable";
     }
-  };
-  const size_t threads = std::min<size_t>({files.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  });
   return out;
 }
 

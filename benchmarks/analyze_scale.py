@@ -125,9 +125,9 @@ def main():
     p.add_argument("--repeat", type=int, default=3, help="runs of ddx analyze; the median is reported")
     args = p.parse_args()
     if args.repeat < 1:
-        sys.exit(f"analyze_scale.py: --repeat {args.repeat}: at least one run")
+        p.error(f"--repeat {args.repeat}: at least one run")
     if not 0 <= args.culprit < args.ranks:
-        sys.exit(f"analyze_scale.py: --culprit {args.culprit} is not a rank of {args.ranks}")
+        p.error(f"--culprit {args.culprit} is not a rank of {args.ranks}")
 
     print(f"analyze_scale: writing {args.ranks} dumps x {args.entries} entries to {args.dir}", flush=True)
     t = time.monotonic()
