@@ -335,6 +335,18 @@ std::string elsewhere(const RankDump& d, const std::string& group) {
   return "";
 }
 
+// PyTorch's Gloo process group records collectives only: a send or recv leaves no entry. A
+// rank that "never joined" may then be blocked in one, the fault being its peer's; the dumps
+// cannot tell, so the verdict says so rather than blame the waiting rank without a doubt.
+std::string unrecorded_p2p_hedge(const RankDump& d, int rank) {
+  const bool pytorch_gloo = !d.written_by_ddx && d.format.rfind("pytorch", 0) == 0 && !d.entries.empty() &&
+                            d.entries.back().backend == "gloo";
+  if (!pytorch_gloo) return "";
+  const std::string r = "rank " + std::to_string(rank);
+  return "; PyTorch's Gloo recorder leaves out send/recv, so if the job uses them " + r +
+         " may be waiting in a recv whose sender never sent";
+}
+
 std::vector<Finding> behind(const GroupView& g, const TraceSet& traces) {
   std::vector<Finding> out;
   if (g.last_enqueued.size() < 2) return out;
@@ -419,7 +431,9 @@ std::vector<Finding> behind(const GroupView& g, const TraceSet& traces) {
       std::string idle = last && last->end_us > 0 ? ", idle " + seconds(d.seconds_before_dump(last->end_us)) +
                                                         " since #" + std::to_string(mine) + " ended"
                                                   : "";
-      f.summary = "rank " + std::to_string(r) + " never joined " + their_op + idle + elsewhere(d, g.name);
+      const std::string where = elsewhere(d, g.name);
+      f.summary = "rank " + std::to_string(r) + " never joined " + their_op + idle + where +
+                  (where.empty() ? unrecorded_p2p_hedge(d, r) : "");
     }
     for (int a : ahead) {
       f.evidence.push_back("rank " + std::to_string(a) + ": " + position_text(traces.dumps.at(a), g.name));

@@ -16,6 +16,10 @@ Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step 2 of 5):
   kill       the culprit dies (SIGKILL) before the step's all_reduce: it leaves no dump
   subgroup   the job also reduces in pairs (new_group [0,1] and [2,3]); the culprit skips its
              pair's all_reduce, while the world group's all_reduces stay matched until then
+  p2p        every step the culprit sends activations to the next rank (dist.send/recv, as a
+             pipeline does); at step 2 it leaves out the send, so the next rank waits in recv.
+             Gloo's recorder does not record send/recv: the dumps show only that the next rank
+             never joined the step's all_reduce
 """
 
 import datetime
@@ -65,9 +69,20 @@ def reduce(t, group=None):
     dist.all_reduce(t, group=group)
 
 
+def exchange_activations(rank, faulty):
+    receiver = (CULPRIT + 1) % dist.get_world_size()
+    activations = torch.ones(16)
+    if rank == CULPRIT and not faulty:
+        dist.send(activations, dst=receiver)
+    elif rank == receiver:
+        dist.recv(activations, src=CULPRIT)
+
+
 def train_step(rank, step, pair):
     faulty = rank == CULPRIT and step == 2
     grads = torch.ones(8)
+    if FAULT == "p2p":
+        exchange_activations(rank, faulty)
     if faulty and FAULT == "compute":
         time.sleep(3600)
     if faulty and FAULT == "kill":
