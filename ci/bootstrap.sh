@@ -19,6 +19,7 @@ debian_packages=(
   mpich libmpich-dev
   libncurses-dev tmux   # ddx top's terminal view (no FTXUI package in Debian 12), and its tmux test
   python3-venv
+  slurmctld slurmd slurm-client munge   # a private two-node SLURM in the tests (tests/dist/slurm_cluster.h)
 )
 
 missing=()

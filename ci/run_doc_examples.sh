@@ -38,6 +38,14 @@ skip installs packages on a fresh machine	bash ci/bootstrap.sh
 skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8 -e 8G -f 2
 skip 8 GPUs and 8 GiB buffers, and torchrun	torchrun --nproc-per-node 8 --no-python ddx probe bandwidth -b 8 -e 8G -f 2
 skip a SLURM cluster	srun -N 4 --ntasks-per-node 8 ddx probe bandwidth -b 1M -e 8G -f 2
+skip a SLURM cluster and your ./train	srun -N 2 --ntasks-per-node 1 ddx launch -np 8 -- ./train
+skip a SLURM allocation (slurm_test runs parity across two nodes through validate.sbatch)	ddx parity --world-sizes 4 --launcher "srun -N 2 --ntasks-per-node 2"
+skip a SLURM cluster (Slurm.ValidateSbatchRunsEveryStageOverBothHosts submits it on the tests' private cluster)	sbatch examples/slurm/validate.sbatch
+skip a SLURM cluster (Slurm.TrainSbatchRequeuedAfterAKillEndsBitIdentical submits it)	sbatch examples/slurm/train.sbatch
+skip a SLURM cluster (Slurm.FaultMatrixSbatchRunsItsRowsAcrossBothHosts submits it)	sbatch examples/slurm/fault-matrix.sbatch
+skip a SLURM cluster with 16 GPUs	srun -N 2 --ntasks-per-node 8 ddx train --strategy fsdp -m gpt2
+skip a SLURM cluster with 16 GPUs	srun -N 2 --ntasks-per-node 1 ddx launch --nproc-per-node 8 -- ddx train ...
+skip a SLURM cluster; refused by design (Slurm.AnImpossibleLayoutFailsOnEveryTaskWithOneLine runs it)	srun -N 2 -n 3 ddx train --strategy 2d -m debug-tp --tp 2
 skip 16 MPI ranks with 8 GiB buffers	mpiexec -n 16 ddx probe bandwidth -b 1M -e 8G -f 2
 skip 8 GPUs	ddx launch --nproc-per-node 8 -- ddx probe bandwidth --op-list all -r -1 --json bw.json --csv bw.csv --plot bw.svg
 skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8G -e 8G --min-busbw 360
@@ -148,7 +156,7 @@ full 1	ddx fault matrix --kinds nan,bitflip,mismatch,straggler --without 'nan-ch
 full 1	ddx fault matrix --kinds kill --out fm-wrong-resume -- --fault ckpt-corrupt@rank=0,step=10
 skip a SLURM cluster with 8 GPUs per node	srun --nodes 1 --ntasks 1 --gpus-per-node 8 --cpus-per-task 32 ddx fault matrix -np 8 --strategy fsdp --out fault-matrix-$SLURM_JOB_ID -- --device cuda
 skip a SLURM cluster with 8 GPUs per node	srun ddx fault matrix -np 8 --strategy ddp --out "fault-matrix-$SLURM_JOB_ID" -- --device cuda
-skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --ntasks-per-node 1 --gpus-per-node 8 bash -c 'ddx fault matrix --nnodes 2 --node-rank $SLURM_NODEID --master-addr $(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1) --master-port 29500 -np 8 --out /shared/fault-matrix-$SLURM_JOB_ID -- --device cuda'
+skip a two-node SLURM cluster with GPUs and a shared /shared	srun --nodes 2 --ntasks-per-node 1 --gpus-per-node 8 ddx fault matrix -np 8 --out /shared/fault-matrix-$SLURM_JOB_ID -- --device cuda
 skip two hosts named gpu001 and gpu002 with GPUs and a shared /shared	ddx fault matrix --nnodes 2 --node-rank 1 --master-addr gpu001 --master-port 29500 -np 8 --out /shared/fault-matrix -- --device cuda
 skip setpriv drops CAP_SYS_ADMIN from root's bounding set; FaultMatrix.ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade runs it	setpriv --bounding-set -sys_admin -- ddx fault matrix --kinds shm-full --out fm2
 full	for node in 0 1; do ddx fault matrix --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port 29611 -np 2 --kinds kill,nan --out fm-nodes > node$node.txt & done; wait

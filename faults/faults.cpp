@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "ddx/errors.h"
+#include "ddx/rendezvous.h"
 #include "ddx/log.h"
 #include "ddx/text.h"
 
@@ -14,8 +15,8 @@ struct State {
   bool parsed = false;
   std::vector<std::string> flag_texts;
   std::vector<FaultSpec> specs;
-  int rank = -1;    // -1 until set_rank: RANK from the environment, else 0
-  int attempt = 0;  // ddx launch's restart attempt (TORCHELASTIC_RESTART_COUNT)
+  int rank = -1;    // the rendezvous's rank from the environment (any launcher), or set_rank
+  int attempt = 0;  // restarts so far: ddx launch's plus a requeued SLURM job's
   int64_t step = 0;
 };
 
@@ -48,10 +49,17 @@ void parse_once() {
     std::vector<FaultSpec> specs;
     if (auto text = env_get(env, "DDX_FAULT")) specs = parse_list(*text, "DDX_FAULT");
     for (const std::string& t : s.flag_texts) specs.push_back(parse_spec(t, "--fault"));
-    if (auto restart = env_get(env, "TORCHELASTIC_RESTART_COUNT")) {
-      s.attempt = static_cast<int>(parse_int("TORCHELASTIC_RESTART_COUNT", *restart, 0, 1 << 20));
+    // A later attempt is any restart: ddx launch's (--max-restarts) or SLURM's (a requeued
+    // job, sbatch --requeue / scontrol requeue), so a fault of the first run does not fire again.
+    for (const char* key : {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"}) {
+      if (auto restart = env_get(env, key)) s.attempt += static_cast<int>(parse_int(key, *restart, 0, 1 << 20));
     }
-    if (auto rank = env_get(env, "RANK")) s.rank = static_cast<int>(parse_int("RANK", *rank, 0, 1 << 20));
+    // The rank as the rendezvous will read it, whichever launcher started the process (torchrun's
+    // RANK, srun's SLURM_PROCID, MPI's); a broken layout is left for the rendezvous to report.
+    try {
+      s.rank = resolve_rendezvous(env).rank;
+    } catch (const UsageError&) {
+    }
     s.specs = std::move(specs);
     s.parsed = true;
   }

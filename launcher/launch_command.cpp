@@ -9,7 +9,9 @@
 
 #include "buserror/shm_namespace.h"
 #include "cli/commands.h"
+#include "ddx/env.h"
 #include "ddx/errors.h"
+#include "ddx/rendezvous.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"
 
@@ -67,6 +69,17 @@ Subcommand add_launch_command(CLI::App& app) {
   Runner run = [flags, cmd]() {
     if (flags->np_marker && cmd->count("-p") == 0) {
       throw UsageError("ddx launch: -n is not a flag; use -np N or --nproc-per-node N");
+    }
+    // Under srun with none of the node flags: the step says how many nodes and who is master.
+    const bool nodes_given = cmd->count("--nnodes") + cmd->count("--node-rank") + cmd->count("--master-addr") +
+                             cmd->count("--master-port") > 0;
+    if (auto step = nodes_given ? std::nullopt : slurm_step_nodes(current_env(), "ddx launch")) {
+      launcher::LaunchOptions& o = flags->options;
+      o.nnodes = step->nnodes;
+      o.node_rank = step->node_rank;
+      o.master_addr = step->master_addr;
+      o.master_port = step->master_port;
+      std::fprintf(stderr, "%s\n", step->said.c_str());
     }
     launcher::validate(flags->options);
     const std::string& size = flags->options.shm_size;

@@ -242,8 +242,8 @@ int run_supervised(const LaunchOptions& options) {
 
   EnvMap launcher_env = current_env();
   if (should_default_omp_threads(launcher_env)) {
-    say("setting OMP_NUM_THREADS=1 for each worker to avoid overloading the CPU; set it "
-        "yourself to tune (rule of thumb: cores / workers)");
+    say("setting OMP_NUM_THREADS=1 for each worker to avoid overloading the CPU (ddx's own workers "
+        "use cores / workers per node, as under srun); set it yourself to tune");
   }
   RunDirectory run_dir(options.log_dir);
   int world_size = options.nnodes * options.nproc_per_node;

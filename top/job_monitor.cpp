@@ -192,7 +192,7 @@ void JobMonitor::observe_job(const std::map<int, std::string>& heartbeats, int w
       if (!someone_waits) continue;
       std::map<int, std::string> texts;
       for (const auto& [rank, hb] : docs) texts[rank] = hb.dump();
-      const std::string summary = desync_summary(group, texts, world_size);
+      const std::string summary = desync_summary(group, texts, world_size, now_unix_ms);
       for (int r : behind) {
         rows[r].behind = true;
         screen.alarms.push_back({"behind", r, rows[r].host,

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <ctime>
 
@@ -147,9 +148,18 @@ std::vector<Line> render_screen(const Screen& s, SortKey sort, bool descending) 
   }
 
   if (!s.ranks.empty()) {
+    // Grouped by host in the NODE table's order (a job of srun -m cyclic puts ranks 0 and 1
+    // on different hosts), then by the chosen key within each host.
+    std::map<std::string, size_t> host_order;
+    for (const NodeView& n : s.nodes) host_order.emplace(n.host, host_order.size());
+    auto host_position = [&](const RankRow* r) {
+      auto it = host_order.find(r->host);
+      return it == host_order.end() ? host_order.size() : it->second;
+    };
     std::vector<const RankRow*> order;
     for (const RankRow& r : s.ranks) order.push_back(&r);
     std::stable_sort(order.begin(), order.end(), [&](const RankRow* a, const RankRow* b) {
+      if (host_position(a) != host_position(b)) return host_position(a) < host_position(b);
       const double x = sort_value(*a, sort), y = sort_value(*b, sort);
       return descending ? x > y : x < y;
     });

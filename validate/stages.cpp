@@ -1,7 +1,7 @@
 // The stages of `ddx validate`: the existing commands with the flags acceptance needs.
 #include <numeric>
-#include <sstream>
 
+#include "ddx/text.h"
 #include "validate/validate.h"
 
 namespace ddx::validate {
@@ -9,10 +9,7 @@ namespace {
 
 std::vector<std::string> launch_prefix(const ValidateOptions& o, const std::string& ddx) {
   if (o.launcher.empty()) return {ddx, "launch", "-np", std::to_string(o.nproc), "--"};
-  std::vector<std::string> prefix;
-  std::istringstream words(o.launcher);
-  for (std::string w; words >> w;) prefix.push_back(w);
-  return prefix;
+  return split_words(o.launcher);
 }
 
 }  // namespace
@@ -40,13 +37,15 @@ std::vector<Stage> plan_stages(const ValidateOptions& o, const std::string& ddx)
                     under_launcher({"probe", "bandwidth", "--pairs", "-e", o.max_bytes, "-n", "5", "-w", "2",
                                     "--json", out + "/pairs.json"}),
                     {"pairs.json"}, "# ddx probe bandwidth --pairs: "});
-  // ddx parity starts its own runs (ddx launch) at the given world size, on a global batch that
-  // every data-parallel variant splits at that size (8 sequences at 2 and 4 ranks, 24 at 3).
+  // ddx parity starts its own runs at the given world size (under the same launcher), on a
+  // global batch that every data-parallel variant splits at that size (8 sequences at 2 and 4
+  // ranks, 24 at 3).
   const int global_batch = std::lcm(8, 2 * o.nproc);
-  stages.push_back({"parity",
-                    {ddx, "parity", "--world-sizes", std::to_string(o.nproc), "--steps", std::to_string(o.parity_steps),
-                     "--global-batch", std::to_string(global_batch), "--no-determinism", "--out", out + "/parity"},
-                    {"parity/report.json", "parity/loss.svg"}, "parity: "});
+  std::vector<std::string> parity = {ddx, "parity", "--world-sizes", std::to_string(o.nproc), "--steps",
+                                     std::to_string(o.parity_steps), "--global-batch", std::to_string(global_batch),
+                                     "--no-determinism", "--out", out + "/parity"};
+  if (!o.launcher.empty()) parity.insert(parity.end(), {"--launcher", o.launcher});
+  stages.push_back({"parity", parity, {"parity/report.json", "parity/loss.svg"}, "parity: "});
   // A short DDP run of the debug model; a hang or a failed collective dumps every rank's
   // flight recorder into <out>/traces, which validate then hands to `ddx analyze`, within the
   // 60 s collective timeout (well inside the stage timeout).

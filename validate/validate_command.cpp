@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
+#include "ddx/text.h"
 #include "parity/run_process.h"
 #include "validate/link_types.h"
 #include "validate/validate.h"
@@ -178,7 +179,7 @@ Subcommand add_validate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--launcher", o->launcher,
                   "Command prefix that starts the ranks of a stage, e.g. \"mpiexec -n 4\" or \"srun\" "
-                  "(default: ddx launch -np N --); parity always uses ddx launch");
+                  "(default: ddx launch -np N --); under srun, --np defaults to SLURM_NTASKS");
   cmd->add_option("--out", o->out_dir, "Folder for the report and every stage's log and artefacts")->capture_default_str();
   cmd->add_flag("--keep-going", o->keep_going, "Run every stage even after a FAIL");
   std::string types;
@@ -196,7 +197,21 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--stage-timeout", o->stage_timeout_s, "Seconds before a stage is killed and FAILs")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
-  return {cmd, [o]() { return run_validate(*o); }};
+  return {cmd, [o, cmd]() {
+            // Under srun the allocation says how many ranks a stage has (SLURM_NTASKS of the
+            // batch script's job) unless --np says otherwise: the parity stage and the report
+            // need the number.
+            if (cmd->count("--np") == 0 && !o->launcher.empty()) {
+              const auto words = split_words(o->launcher);
+              const auto tasks = env_get(current_env(), "SLURM_NTASKS");
+              if (!words.empty() && std::filesystem::path(words[0]).filename() == "srun" && tasks) {
+                o->nproc = static_cast<int>(parse_int("SLURM_NTASKS", *tasks, 1, 4096));
+                std::printf("ddx validate: %d ranks per stage (SLURM_NTASKS=%s) under '%s'\n", o->nproc,
+                            tasks->c_str(), o->launcher.c_str());
+              }
+            }
+            return run_validate(*o);
+          }};
 }
 
 }  // namespace ddx::cli

@@ -11,6 +11,8 @@
 
 #include "cli/commands.h"
 #include "ddx/errors.h"
+#include "ddx/env.h"
+#include "ddx/rendezvous.h"
 #include "ddx/text.h"
 #include "faults/matrix/matrix.h"
 #include "faults/matrix/matrix_nodes.h"
@@ -203,6 +205,16 @@ Subcommand add_fault_matrix_command(CLI::App& fault) {
   cmd->add_option("train-args", o->train_args, "Further ddx train arguments for every job, after --");
   return {cmd, [o, np_marker, cmd]() {
             if (*np_marker && cmd->count("-p") == 0) throw UsageError("ddx fault matrix: -n is not a flag; use -np N");
+            // `srun -N 2 --ntasks-per-node 1 ddx fault matrix`: the nodes from the step.
+            const bool nodes_given = cmd->count("--nnodes") + cmd->count("--node-rank") + cmd->count("--master-addr") +
+                                     cmd->count("--master-port") > 0;
+            if (auto step = nodes_given ? std::nullopt : slurm_step_nodes(current_env(), "ddx fault matrix")) {
+              o->nnodes = step->nnodes;
+              o->node_rank = step->node_rank;
+              o->master_addr = step->master_addr;
+              o->master_port = step->master_port;
+              std::fprintf(stderr, "%s\n", step->said.c_str());
+            }
             return run_matrix(*o);
           }};
 }

@@ -185,10 +185,8 @@ inline std::string scratch_dir(const std::string& prefix, const std::string& tag
   return dir;
 }
 
-// Runs `argv` to completion (killing its process group after `timeout_s`), output in `dir`.
-inline RunResult run_in(const std::string& dir, std::vector<std::string> argv,
-                        std::map<std::string, std::string> env = {}, int timeout_s = 120) {
-  ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
+// Waits for `child` to end (killing its process group after `timeout_s`): its exit code and output.
+inline RunResult result_of(ChildProcess& child, int timeout_s) {
   auto status = child.wait(std::chrono::seconds(timeout_s));
   RunResult r;
   r.output = child.output();
@@ -198,6 +196,13 @@ inline RunResult run_in(const std::string& dir, std::vector<std::string> argv,
     r.exit_code = WEXITSTATUS(*status);
   }
   return r;
+}
+
+// Runs `argv` to completion (killing its process group after `timeout_s`), output in `dir`.
+inline RunResult run_in(const std::string& dir, std::vector<std::string> argv,
+                        std::map<std::string, std::string> env = {}, int timeout_s = 120) {
+  ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
+  return result_of(child, timeout_s);
 }
 
 }  // namespace ddx::testing

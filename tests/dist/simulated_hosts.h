@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -93,11 +94,28 @@ class SimulatedHosts {
   std::string address(int host) const { return host == 0 ? "10.213.0.1" : "10.213.0.2"; }
   std::string hostname(int host) const { return host == 0 ? "ddx-host-a" : "ddx-host-b"; }
 
-  // `argv` run on `host`: inside its network namespace, under its own hostname. Every wrapper
-  // execs the next, so the child's pid and process group are the command's own.
+  // From now on, commands on either host resolve both hostnames (and only those), as on a
+  // cluster with DNS: `hosts_file` is written and bind-mounted over /etc/hosts in a private
+  // mount namespace of each command. By default the names resolve nowhere.
+  void resolve_hostnames(const std::string& hosts_file) {
+    std::ofstream out(hosts_file);
+    out << "127.0.0.1 localhost\n" << address(0) << " " << hostname(0) << "\n" << address(1) << " " << hostname(1) << "\n";
+    hosts_file_ = hosts_file;
+  }
+
+  // `argv` run on `host`: inside its network namespace, under its own hostname. nsenter, not
+  // `ip netns exec`, which remounts /sys and so hides the cgroup tree slurmd needs. Every
+  // wrapper execs the next, so the child's pid and process group are the command's own.
   std::vector<std::string> on_host(int host, const std::vector<std::string>& argv) const {
-    std::vector<std::string> wrapped = {kIp, "netns", "exec", ns_[host], "/usr/bin/unshare", "--uts",
-                                        "/bin/sh", "-c", "hostname \"$0\" && exec \"$@\"", hostname(host)};
+    std::vector<std::string> wrapped = {"/usr/bin/nsenter", "--net=/run/netns/" + ns_[host], "/usr/bin/unshare", "--uts"};
+    std::string script = "hostname \"$0\" && exec \"$@\"";
+    if (!hosts_file_.empty()) {
+      wrapped.push_back("--mount");
+      script = "mount --bind '" + hosts_file_ + "' /etc/hosts && " + script;
+    }
+    for (const std::string& part : {std::string("/bin/sh"), std::string("-c"), script, hostname(host)}) {
+      wrapped.push_back(part);
+    }
     wrapped.insert(wrapped.end(), argv.begin(), argv.end());
     return wrapped;
   }
@@ -126,6 +144,17 @@ class SimulatedHosts {
       }
     }
     return results;
+  }
+
+  // `host`'s link taken down: packets to and from it vanish (no reset, no refusal), as when a
+  // node drops off the network or loses power.
+  bool unplug(int host) { return ip("-n " + ns_[host] + " link set " + kInterface + " down"); }
+
+  // Every process inside `host`'s namespace SIGKILLed (a host that died), the namespace kept.
+  void kill_all(int host) const {
+    const auto pids = pids_in(ns_[host]);
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    wait_until_dead(pids, std::chrono::seconds(5));
   }
 
   // Processes still alive in either namespace (a finished run must leave none).
@@ -189,6 +218,7 @@ class SimulatedHosts {
 
   std::array<std::string, 2> ns_;
   std::string refused_;
+  std::string hosts_file_;
 };
 
 }  // namespace ddx::testing

@@ -395,8 +395,26 @@ TEST(WatchdogSummary, GroupsRanksByPositionAndMarksTheOnesBehind) {
       {1, R"({"n":1,"idle_ms":5,"groups":{"world":[4,4,3,1,0,0]}})"},
       {2, R"({"n":1,"idle_ms":2100,"groups":{"world":[3,3,3,0,0,0]}})"},
   };
-  EXPECT_EQ(desync_summary("world", hb, 4),
+  EXPECT_EQ(desync_summary("world", hb, 4, 1'000'000),
             "group world: ranks 0,1 at #4 (in flight); rank 2 at #3 (done, idle 2.1 s) <- behind; rank 3: no heartbeat");
+}
+
+// A lost node, as the ranks left see it: the heartbeats of its ranks stopped coming (they come
+// from a thread, so compute alone does not stop them); named with their host.
+TEST(WatchdogSummary, RanksWhoseHeartbeatStoppedAreNamedWithTheirHost) {
+  const int64_t now = 1'000'000;
+  std::map<int, std::string> hb = {
+      {0, R"({"n":9,"host":"node6","unix_ms":999500,"interval_ms":1000,"idle_ms":5,"groups":{"world":[40,40,39,1,0,0]}})"},
+      {1, R"({"n":9,"host":"node6","unix_ms":999700,"interval_ms":1000,"idle_ms":5,"groups":{"world":[40,40,39,1,0,0]}})"},
+      {2, R"({"n":7,"host":"node7","unix_ms":991900,"interval_ms":1000,"idle_ms":5,"groups":{"world":[39,39,38,1,0,0]}})"},
+      {3, R"({"n":7,"host":"node7","unix_ms":992000,"interval_ms":1000,"idle_ms":5,"groups":{"world":[39,39,38,1,0,0]}})"},
+  };
+  EXPECT_EQ(desync_summary("world", hb, 4, now),
+            "group world: ranks 0,1 at #40 (in flight); ranks 2,3 at #39 (in flight) <- behind; ranks 2,3 (node7) "
+            "silent for 8.1 s: their host may be down, or the processes stopped");
+  // Three intervals is the bar when the interval is long: 8.1 s is then not silence.
+  for (auto& [rank, text] : hb) text.replace(text.find("\"interval_ms\":1000"), 18, "\"interval_ms\":3000");
+  EXPECT_EQ(desync_summary("world", hb, 4, now).find("silent"), std::string::npos);
 }
 
 TEST(HangOptions, ParsesFlagsAndVariablesAndNamesBadOnes) {

@@ -40,7 +40,8 @@ EnvMap slurm_env() {
   return {{"SLURM_PROCID", "3"},          {"SLURM_NTASKS", "8"},
           {"SLURM_LOCALID", "1"},         {"SLURM_NODEID", "1"},
           {"SLURM_JOB_NODELIST", "gpu[001-004]"}, {"SLURM_TASKS_PER_NODE", "2(x4)"},
-          {"SLURM_JOB_NUM_NODES", "4"},   {"SLURM_JOB_ID", "123456"}};
+          {"SLURM_JOB_NUM_NODES", "4"},   {"SLURM_JOB_ID", "123456"},
+          {"SLURM_STEP_ID", "0"}};
 }
 
 EnvMap with(EnvMap env, const EnvMap& changes) {
@@ -313,7 +314,7 @@ TEST(Rendezvous, SlurmOlderVariableNames) {
   const RendezvousInfo info = resolve_rendezvous(
       {{"SLURM_PROCID", "1"}, {"SLURM_NPROCS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "1"},
        {"SLURM_NODELIST", "cpu[7,9]"}, {"SLURM_TASKS_PER_NODE", "1(x2)"}, {"SLURM_NNODES", "2"},
-       {"SLURM_JOBID", "77"}});
+       {"SLURM_JOBID", "77"}, {"SLURM_STEPID", "0"}});
   EXPECT_EQ(info.world_size, 2);
   EXPECT_EQ(info.num_nodes, 2);
   EXPECT_EQ(info.node_rank, 1);
@@ -348,9 +349,21 @@ TEST(Rendezvous, SlurmWithoutNodeListCountsNodesFromTheirVariables) {
 }
 
 TEST(Rendezvous, SlurmSingleTaskNeedsNoJobId) {
-  const RendezvousInfo info = resolve_rendezvous({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  const RendezvousInfo info =
+      resolve_rendezvous({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_STEP_NUM_TASKS", "1"}});
   EXPECT_EQ(info.source, RendezvousSource::Slurm);
   EXPECT_EQ(info.master_port, 0);
+}
+
+// What sbatch gives the batch script itself (SLURM 22.05, -N 2 --ntasks-per-node 2): rank 0 of
+// 4 by its variables, but no step. `ddx train` run there is one process; the ranks of the job
+// are what srun starts.
+TEST(Rendezvous, ACommandInTheBatchScriptItselfIsOneProcess) {
+  const RendezvousInfo info = resolve_rendezvous(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"},
+       {"SLURM_JOB_ID", "2"}, {"SLURM_JOB_NODELIST", "ddx-host-a,ddx-host-b"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}});
+  EXPECT_EQ(info.source, RendezvousSource::SingleProcess);
+  EXPECT_EQ(info.world_size, 1);
 }
 
 TEST(RendezvousErrors, SlurmInconsistent) {

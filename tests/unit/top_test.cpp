@@ -341,6 +341,26 @@ TEST(Render, SparklineScalesToTheGivenMaximum) {
   EXPECT_EQ(sparkline({1, 2, 3, 4}, 4, 2), "▆█");
 }
 
+// srun -m cyclic deals ranks round-robin over the nodes: the rank table still shows each
+// host's ranks together, in the NODE table's order, sorted by the chosen key inside a host.
+TEST(Render, RanksAreGroupedByHostInTheNodeTablesOrder) {
+  Screen screen;
+  screen.nodes.resize(2);
+  screen.nodes[0].host = "node7";
+  screen.nodes[1].host = "node6";
+  for (int rank = 0; rank < 4; ++rank) {
+    RankRow row;
+    row.rank = rank;
+    row.host = rank % 2 ? "node6" : "node7";
+    screen.ranks.push_back(row);
+  }
+  std::vector<std::string> order;
+  for (const Line& line : render_screen(screen, SortKey::Rank, /*descending=*/true)) {
+    if (line.text.find(" node") != std::string::npos && line.text.rfind("node", 0) != 0) order.push_back(line.text.substr(0, 1));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"2", "0", "3", "1"}));
+}
+
 TEST(Nvml, LoadsOrSaysNoNvml) {
   // CI machines have no GPU: the loader must say so in one line, and the node still shows CPU
   // numbers. On a GPU machine it must find at least one GPU with sane numbers.

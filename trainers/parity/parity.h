@@ -31,6 +31,10 @@ struct ParityOptions {
   bool determinism = true;  // run the baseline twice: parameter checksums must be identical
   bool uneven_tokens = false;  // mask label prefixes so ranks hold different token counts
   double run_timeout_s = 600;
+  // Empty: multi-rank runs start under `ddx launch --nproc-per-node N` on this host. Else the
+  // command prefix that starts them ("srun -N 2 --ntasks-per-node 2", "mpiexec -n 4"): it
+  // decides the ranks, so each run's world size is checked against the one it is for.
+  std::string launcher;
 };
 
 // One way of training that must match the baseline: a strategy plus flags.

@@ -46,6 +46,9 @@ Subcommand add_parity_command(CLI::App& app) {
                  "Mask a position-dependent prefix of each sequence's labels so ranks hold different token "
                  "counts (catches mean-of-means normalisation bugs)");
   cmd->add_flag("!--no-determinism", o->determinism, "Skip the run-to-run determinism check");
+  cmd->add_option("--launcher", o->launcher,
+                  "Command prefix that starts each multi-rank run, e.g. \"srun -N 2 --ntasks-per-node 2\" "
+                  "(default: ddx launch --nproc-per-node N --); it must start the ranks of --world-sizes");
   cmd->add_option("--run-timeout", o->run_timeout_s, "Seconds before a run is killed")
       ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
   return {cmd, [o]() { return parity::run_parity(*o); }};

@@ -11,6 +11,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/text.h"
 #include "ddx/version.h"
 #include "models/model_config.h"
 #include "parity/curves.h"
@@ -69,16 +70,27 @@ json environment(const ParityOptions& o) {
           {"seq_length", o.seq_length}, {"lr", o.lr}, {"uneven_tokens", o.uneven_tokens}};
 }
 
+// The world size a run had, from its first metrics record (ddx train writes it on every step).
+int64_t world_size_of(const std::string& metrics) {
+  std::ifstream in(metrics);
+  std::string first;
+  std::getline(in, first);
+  const json record = json::parse(first, nullptr, false);
+  return record.is_object() && record.contains("world_size") ? record["world_size"].get<int64_t>() : -1;
+}
+
 // Runs one training job; returns its curve (empty when it failed) and fills `report`.
 std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, const std::string& name, int world_size,
                                const std::vector<std::string>& train_argv, const RunPaths& p, RunReport& report) {
   fs::remove_all(p.dir);
   fs::create_directories(p.dir);
-  std::vector<std::string> argv{ddx};
-  if (world_size > 1) {
-    argv.insert(argv.end(), {"launch", "--nproc-per-node", std::to_string(world_size), "--"});
-    argv.push_back(ddx);
+  std::vector<std::string> argv;
+  if (world_size > 1 && !o.launcher.empty()) {
+    argv = split_words(o.launcher);
+  } else if (world_size > 1) {
+    argv = {ddx, "launch", "--nproc-per-node", std::to_string(world_size), "--"};
   }
+  argv.push_back(ddx);
   argv.insert(argv.end(), train_argv.begin(), train_argv.end());
   if (o.uneven_tokens) argv.push_back("--uneven-tokens");  // a data property every run shares
   std::printf("parity: %-18s at %d rank%s ... ", name.c_str(), world_size, world_size == 1 ? " " : "s");
@@ -90,6 +102,13 @@ std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, c
   if (outcome.exit_code == 0) {
     try {
       curve = read_curve(p.metrics);
+      // A --launcher decides the ranks itself: a run at another world size than the one it
+      // stands for would compare the wrong thing.
+      if (const int64_t ran = world_size_of(p.metrics); !curve.empty() && ran != world_size) {
+        curve.clear();
+        report.comparison.note = "--launcher '" + o.launcher + "' started " + std::to_string(ran) +
+                                 " ranks, not the " + std::to_string(world_size) + " of --world-sizes";
+      }
     } catch (const std::exception& e) {
       report.comparison.note = e.what();
     }
@@ -98,6 +117,7 @@ std::vector<StepPoint> execute(const std::string& ddx, const ParityOptions& o, c
                                                : "exited with " + std::to_string(outcome.exit_code);
   }
   std::printf("%s (%.1f s)\n", curve.empty() ? "ERROR" : "done", outcome.seconds);
+  if (curve.empty() && !report.comparison.note.empty()) std::printf("  %s\n", report.comparison.note.c_str());
   if (curve.empty()) std::printf("%s", tail_lines(p.log, 8).c_str());
   std::fflush(stdout);
   return curve;

@@ -664,7 +664,8 @@ int run_training(TrainOptions o, const ProfileOptions& profile) {
     log::info("training ", run.model.name, " (", run.model.num_parameters(), " parameters) with --strategy ",
               run.o.strategy, " on ", run.world->size(), " rank(s), ", run.device.str(), ", global batch ",
               run.global_batch, " x ", run.o.seq_length, " tokens, ", run.total_steps, " steps (",
-              run.steps_per_epoch, " per epoch)");
+              run.steps_per_epoch, " per epoch), ", run.world->cpu_threads().count, " CPU thread(s) per rank (",
+              run.world->cpu_threads().reason, ")");
   }
   const double last_loss = train_loop(run);
   std::signal(SIGTERM, previous_term);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ddx/cpu_threads.h"
 #include "ddx/rendezvous.h"
 
 namespace ddx {
@@ -93,6 +94,8 @@ class World {
   Group& world() { return *world_; }
   c10d::Store& store() { return *store_; }
   const ProcessGroupOptions& options() const { return options_; }
+  // The CPU threads this rank's kernels use, chosen by init (ddx/cpu_threads.h).
+  const CpuThreads& cpu_threads() const { return cpu_threads_; }
 
   // A subgroup of `ranks` (global ranks, in group-rank order). Every rank calls this with the
   // same arguments in the same order; a rank outside `ranks` gets nullptr and creates nothing.
@@ -112,6 +115,7 @@ class World {
 
   RendezvousInfo info_;
   ProcessGroupOptions options_;
+  CpuThreads cpu_threads_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<Group> world_;
   std::vector<std::unique_ptr<Group>> groups_;

@@ -79,4 +79,22 @@ std::vector<int> expand_slurm_tasks_per_node(const std::string& spec);
 // The master port convention of the guide's sbatch script: 5000 + the last 4 digits of the job id.
 int slurm_master_port(const std::string& job_id);
 
+// The nodes of a multi-node srun step that starts one task per node, for a program that then
+// starts its node's ranks itself (`srun ddx launch`, as `srun torchrun`; `srun ddx fault
+// matrix`): the step's node count, this task's node, the master (the step's first host) and
+// port (MASTER_PORT, else slurm_master_port), and `said`, one line telling the user so.
+struct SlurmStepNodes {
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string said;
+};
+
+// nullopt when `env` is not a task of an srun step over several nodes (SLURM_STEP_NUM_TASKS
+// unset: a batch script's own shell; or already a worker of a launcher; or one node, where the
+// program's own single-node defaults serve). Throws UsageError naming the variable when the
+// step starts more than one task of `program` on a node, or its variables do not parse.
+std::optional<SlurmStepNodes> slurm_step_nodes(const EnvMap& env, const std::string& program);
+
 }  // namespace ddx

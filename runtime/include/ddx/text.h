@@ -12,6 +12,9 @@ std::string shape_text(const std::vector<int64_t>& shape);
 std::string ranks_text(const std::vector<int>& ranks);
 // "a, b, c"
 std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+// A command prefix as the user typed it in one flag ("srun -N 2 --ntasks-per-node 2"), split
+// on whitespace (no shell quoting: a prefix is words).
+std::vector<std::string> split_words(const std::string& text);
 // The candidate `word` was most likely a typo of: the closest by edit distance (an adjacent
 // swap counts as one edit), when at most a third of the word's letters (at least one) differ;
 // "" when nothing is that close. Ties go to the earlier candidate.

@@ -111,9 +111,13 @@ std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const Rec
 
 // One line per position of `group` across ranks, from their heartbeats, e.g.
 //   "group world: ranks 0,1,3 at #4 (in flight); rank 2 at #3 (done, idle 2.1 s) <- behind"
-// Ranks without a heartbeat are listed as such. Empty when nothing is known.
+// Ranks without a heartbeat are listed as such. A heartbeat is published from a thread, so a
+// rank busy in compute keeps it fresh; ranks whose last one is older than three intervals (at
+// least 5 s) at `now_unix_ms` are named with their host, "; ranks 2,3 (node7) silent for 8.1 s:
+// their host may be down, or the processes stopped": what a lost node looks like from the
+// others. Empty when nothing is known.
 std::string desync_summary(const std::string& group, const std::map<int, std::string>& heartbeats,
-                           int world_size);
+                           int world_size, int64_t now_unix_ms);
 
 // "all_reduce(sum) #4 on group world (float32 [1024], at 'step 4 grads')"
 std::string describe_op(const OpRecord& r);

@@ -190,7 +190,11 @@ RendezvousInfo resolve_rendezvous(const EnvMap& env, const RendezvousFlags& flag
     draft = read_open_mpi(env);
   } else if (env_get(env, "PMI_RANK")) {
     draft = read_mpich(env);
-  } else if (env_get(env, "SLURM_PROCID")) {
+  } else if (env_get(env, "SLURM_PROCID") && (env_get(env, "SLURM_STEP_ID") || env_get(env, "SLURM_STEPID") ||
+                                               env_get(env, "SLURM_STEP_NUM_TASKS"))) {
+    // A task of an srun step. The batch script's own shell also has SLURM_PROCID=0 and the
+    // job's SLURM_NTASKS, but no step: a command run there directly is one process, not rank 0
+    // of a job whose other ranks will never come.
     draft = read_slurm(env);
   } else {
     draft = read_single_process(env);

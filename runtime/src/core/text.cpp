@@ -26,6 +26,13 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
 namespace {
 
 // Optimal string alignment distance: insertions, deletions, substitutions and swaps of

@@ -362,7 +362,7 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
   }
   std::map<int, std::string> peers = collect_peers(std::chrono::milliseconds(1500));
   if (!fatal.group.empty()) {
-    std::string summary = desync_summary(fatal.group, peers, identity_.world_size);
+    std::string summary = desync_summary(fatal.group, peers, identity_.world_size, unix_now_ms());
     std::string error;
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -67,7 +67,7 @@ std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const Rec
 }
 
 std::string desync_summary(const std::string& group, const std::map<int, std::string>& heartbeats,
-                           int world_size) {
+                           int world_size, int64_t now_unix_ms) {
   // Position of each rank in `group`: (enqueued, in flight?) -> ranks.
   struct Position {
     uint64_t enqueued = 0;
@@ -82,6 +82,8 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
   std::map<Position, std::vector<int>> positions;
   std::map<Position, int64_t> max_idle;
   std::vector<int> silent;
+  std::map<std::string, std::vector<int>> stale_by_host;  // host -> ranks whose heartbeat stopped
+  int64_t stale_ms = 0;
   for (int rank = 0; rank < world_size; ++rank) {
     auto it = heartbeats.find(rank);
     json hb = it == heartbeats.end() ? json() : json::parse(it->second, nullptr, false);
@@ -98,6 +100,12 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     p.unfinished = !p.in_flight && g.at(2).get<uint64_t>() < p.enqueued;
     positions[p].push_back(rank);
     max_idle[p] = std::max(max_idle[p], hb.value("idle_ms", int64_t{0}));
+    const int64_t sent = hb.value("unix_ms", int64_t{0});
+    const int64_t age = sent > 0 ? now_unix_ms - sent : 0;
+    if (age > std::max<int64_t>(5000, 3 * hb.value("interval_ms", int64_t{0}))) {
+      stale_by_host[hb.value("host", std::string("?"))].push_back(rank);
+      stale_ms = std::max(stale_ms, age);
+    }
   }
   if (positions.empty()) return "";
   std::ostringstream out;
@@ -117,6 +125,11 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     first = false;
   }
   if (!silent.empty()) out << "; " << ranks_text(silent) << ": no heartbeat";
+  for (const auto& [host, ranks] : stale_by_host) {
+    out << "; " << ranks_text(ranks) << " (" << host << ") silent for " << seconds_text(stale_ms)
+        << (ranks.size() == 1 ? ": its" : ": their") << " host may be down, or the process"
+        << (ranks.size() == 1 ? "" : "es") << " stopped";
+  }
   return out.str();
 }
 

@@ -1,6 +1,7 @@
 // The job's store and groups: rank 0 hosts a TCPStore at the master endpoint (under torchrun
 // the agent does), every rank connects, the world group is built over it, and subgroups get
 // their own store prefixes.
+#include <ATen/Parallel.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -23,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ddx/cpu_threads.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "ddx/net_interface.h"
@@ -164,6 +166,11 @@ World::World(RendezvousInfo info, ProcessGroupOptions options)
 std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGroupOptions& options) {
   std::unique_ptr<World> world(new World(info, options));
   RendezvousInfo& ri = world->info_;
+  // Before anything computes: the kernels' thread count, the same whichever launcher started
+  // this rank (ddx/cpu_threads.h). Programs say it in their first line (ddx train's banner).
+  world->cpu_threads_ = choose_cpu_threads(current_env(), ri.local_world_size, cores_in_affinity_mask());
+  at::set_num_threads(world->cpu_threads_.count);
+  log::debug("cpu threads: ", world->cpu_threads_.count, " (", world->cpu_threads_.reason, ")");
 #ifdef DDX_WITH_CUDA
   // NCCL binds a communicator to the current device: pick ours before any group exists.
   if (options.enable_nccl && torch::cuda::is_available()) {
