@@ -44,6 +44,7 @@ skip a SLURM cluster (Slurm.ValidateSbatchRunsEveryStageOverBothHosts submits it
 skip a SLURM cluster (Slurm.TrainSbatchRequeuedAfterAKillEndsBitIdentical submits it)	sbatch examples/slurm/train.sbatch
 skip a SLURM cluster (Slurm.FaultMatrixSbatchRunsItsRowsAcrossBothHosts submits it)	sbatch examples/slurm/fault-matrix.sbatch
 skip a SLURM cluster with 16 GPUs	srun -N 2 --ntasks-per-node 8 ddx train --strategy fsdp -m gpt2
+skip a SLURM cluster (a benchmark; docs/slurm.md shows its numbers)	python benchmarks/slurm_launch_latency.py --ddx build/bin/ddx --torchrun .venv/bin/torchrun --repeat 3
 skip a SLURM cluster with 16 GPUs	srun -N 2 --ntasks-per-node 1 ddx launch --nproc-per-node 8 -- ddx train ...
 skip a SLURM cluster; refused by design (Slurm.AnImpossibleLayoutFailsOnEveryTaskWithOneLine runs it)	srun -N 2 -n 3 ddx train --strategy 2d -m debug-tp --tp 2
 skip 16 MPI ranks with 8 GiB buffers	mpiexec -n 16 ddx probe bandwidth -b 1M -e 8G -f 2
@@ -181,7 +182,7 @@ full	ddx parity --save-golden golden.json
 full	ddx parity --golden golden.json
 cheap 2	RANK=5 WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=1 ddx probe selfcheck
 cheap 2	RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=abc ddx probe selfcheck
-cheap 2	SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_JOB_NODELIST='gpu[001-002' SLURM_JOB_ID=123 ddx probe selfcheck
+cheap 2	SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_JOB_NODELIST='gpu[001-002' SLURM_JOB_ID=123 ddx probe selfcheck
 cheap 2	RANK=1 WORLD_SIZE=2 MASTER_PORT=29999 ddx probe selfcheck
 cheap	ddx launch --nproc-per-node 4 -- ddx probe selfcheck
 skip a SLURM cluster	srun --ntasks-per-node 8 ddx probe selfcheck

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "process_helpers.h"
@@ -103,6 +104,38 @@ TEST_F(MultiNode, DdpTrainingOverTwoHostsMatchesTheSameRunOnOneHost) {
   ASSERT_EQ(a.size(), b.size());
   // Same world size, same ring order: Gloo over a veth must give exactly loopback's sums.
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "step " << i + 1;
+}
+
+// Host a, which holds rank 0 and the job's store, is lost mid-run (its link down, then every
+// process on it killed: host b hears only silence). Host b's launcher must not wait for it:
+// its workers' collectives time out, and it reports them and exits within the collective
+// timeout plus a few seconds.
+TEST_F(MultiNode, AHostLostMidJobDoesNotLeaveTheOtherHostsLauncherWaiting) {
+  std::vector<std::unique_ptr<ChildProcess>> hosts;
+  const auto train = std::vector<std::string>{DDX_BIN, "train", "--strategy", "ddp", "-m", "debug", "-s", "32",
+                                              "--max-steps", "100000", "--log-freq", "1", "--no-progress",
+                                              "--save-dir", dir_ + "/lost"};
+  for (int h = 0; h < 2; ++h) {
+    hosts.push_back(std::make_unique<ChildProcess>(hosts_->on_host(h, launch(h, 2, train)),
+                                                   std::map<std::string, std::string>{
+                                                       {"GLOO_SOCKET_IFNAME", SimulatedHosts::kInterface},
+                                                       {"DDX_COLLECTIVE_TIMEOUT", "8s"}},
+                                                   dir_ + "/" + hosts_->hostname(h) + ".txt"));
+  }
+  const std::string a = dir_ + "/" + hosts_->hostname(0) + ".txt", b = dir_ + "/" + hosts_->hostname(1) + ".txt";
+  for (int i = 0; i < 900 && !has(read_file(a), "step 5/"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(has(read_file(a), "step 5/")) << read_file(a) << read_file(b);
+  ASSERT_TRUE(hosts_->unplug(0)) << hosts_->refused();
+  hosts_->kill_all(0);
+  const auto lost = std::chrono::steady_clock::now();
+  auto status = hosts[1]->wait(std::chrono::seconds(120));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost).count();
+  const std::string text = read_file(b);
+  ASSERT_TRUE(status.has_value()) << "host b's launcher still running 120 s after host a was lost\n" << text;
+  EXPECT_NE(*status, 0) << text;
+  EXPECT_LT(seconds, 60.0) << text;  // collective timeout 8 s + the dump exchange (at most 5 s) + stopping
+  EXPECT_TRUE(has(text, "ddx launch: worker group failed")) << text;
+  EXPECT_TRUE(has(text, "on ddx-host-b")) << text;
 }
 
 TEST_F(MultiNode, PairwiseMatrixNamesTheHosts) {
