@@ -33,6 +33,26 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 classification() {
   cat <<'EOF'
 skip installs packages and builds on a fresh machine	bash ci/quickstart.sh
+full	ddx launch -np 8 -- ddx probe compute
+full	ddx launch -np 8 -- ddx probe memory --json memory.json
+skip a SLURM cluster with GPUs	srun ddx probe compute --dtypes bf16 --sizes 8192
+cheap	ddx launch -np 2 -- ddx probe compute
+skip a cgroup named slow with a CPU quota (NodeProbes.ARankUnderACpuQuotaIsNamedByComputeAndMemory makes one and runs this)	ddx launch -np 2 -- sh -c 'if [ "$RANK" = 1 ]; then echo $$ > /sys/fs/cgroup/cpu/slow/cgroup.procs; fi; exec "$@"' sh ddx probe compute --sizes 256,512
+skip two hosts (MultiNode.ComputeAndMemoryNameAHostUnderACpuQuotaAsAHost runs it on simulated hosts)	ddx launch --nnodes 2 --node-rank {0,1} ... -np 2 -- ddx probe memory --array-bytes 16M
+cheap	ddx probe gpu-health
+cheap	ddx launch -np 8 -- ddx probe gpu-health --json gpu.json
+skip a SLURM cluster	srun ddx probe gpu-health
+skip your own runs' files	ddx compare yesterday/metrics.jsonl today/metrics.jsonl
+skip your own runs' files	ddx compare ref.jsonl new.jsonl --rtol 1e-4 --plot loss-vs-ref.svg
+skip your own runs' files	ddx compare ddx.jsonl torchtitan.jsonl --key loss --key train/loss --step-key step --step-key iteration
+skip your own runs' files	ddx compare run-a/metrics.jsonl tensorboard-export.csv --key loss --key Value --step-key step --step-key Step
+cheap	DDX_CPU_THREADS=1 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 1 --no-progress --save-dir threads1 --metrics-file threads1.jsonl
+cheap	DDX_CPU_THREADS=2 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 1 --no-progress --save-dir threads2 --metrics-file threads2.jsonl
+cheap	ddx compare threads1.jsonl threads2.jsonl --plot threads.svg
+full 1	ddx compare threads1.jsonl threads2.jsonl --rtol 0 --atol 0 --plot ""
+skip a cluster's own earlier report	ddx validate --np 8 --baseline last-week/validate.json --junit validate.xml
+full	ddx validate --np 2 --out last-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4
+full 1	ATEN_CPU_CAPABILITY=default ddx validate --np 2 --out this-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --baseline last-week/validate.json
 skip builds and runs the whole test suite, which runs this script	bash ci/test.sh
 skip installs packages on a fresh machine	bash ci/bootstrap.sh
 skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8 -e 8G -f 2

@@ -9,7 +9,16 @@ bash "$root/ci/bootstrap.sh"
 
 start=$(date +%s)
 cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$jobs"
+# A compiler killed under memory pressure (two LibTorch translation units at once on a small
+# machine) ends the build with no compiler message at all; one retry, one job at a time, tells
+# that apart from a real compile error, which fails again with its message.
+if ! cmake --build "$build" -j "$jobs"; then
+  echo "ci: build failed; memory and disk now, then one retry with -j 1:"
+  free -m || true
+  df -h "$build" || true
+  dmesg 2>/dev/null | grep -iE "out of memory|killed process" | tail -n 5 || true
+  cmake --build "$build" -j 1
+fi
 echo "ci: build took $(( $(date +%s) - start )) s"
 
 # Multi-rank tests start several processes each: run two tests at a time on 2 cores. Every

@@ -10,16 +10,20 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
 #ifdef DDX_WITH_TORCH
   commands.push_back(add_train_command(app));
   commands.push_back(add_parity_command(app));
+  commands.push_back(add_compare_command(app));
   commands.push_back(add_checkpoint_command(app));
   commands.push_back(add_doctor_command(app));
   commands.push_back(add_validate_command(app));
   commands.push_back(add_top_command(app));
-  CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, hang, bandwidth, buserror");
+  CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, hang, bandwidth, buserror, compute, memory, gpu-health");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));
   commands.push_back(add_hang_command(*probe));
   commands.push_back(add_bandwidth_command(*probe));
   commands.push_back(add_buserror_command(*probe));
+  commands.push_back(add_compute_command(*probe));
+  commands.push_back(add_memory_command(*probe));
+  commands.push_back(add_gpu_health_command(*probe));
   CLI::App* fault = app.add_subcommand("fault", "Fault injection: the fault matrix");
   fault->require_subcommand(1);
   commands.push_back(add_fault_matrix_command(*fault));

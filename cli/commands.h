@@ -22,8 +22,12 @@ Subcommand add_selfcheck_command(CLI::App& probe);  // probes/selfcheck/selfchec
 Subcommand add_hang_command(CLI::App& probe);       // probes/hang/hang_command.cpp
 Subcommand add_bandwidth_command(CLI::App& probe);  // probes/bandwidth/torch/bandwidth_command.cpp
 Subcommand add_buserror_command(CLI::App& probe);   // probes/buserror/buserror_command.cpp
+Subcommand add_compute_command(CLI::App& probe);    // probes/node/compute_probe.cpp
+Subcommand add_memory_command(CLI::App& probe);     // probes/node/memory_probe.cpp
+Subcommand add_gpu_health_command(CLI::App& probe); // probes/gpu/gpu_health_command.cpp
 Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
 Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_command.cpp
+Subcommand add_compare_command(CLI::App& app);      // trainers/parity/compare_command.cpp
 Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
 Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
 Subcommand add_validate_command(CLI::App& app);     // validate/validate_command.cpp

@@ -1,50 +1,15 @@
 #include "top/node_stats.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "ddx/nvml.h"
+
 namespace ddx::top {
 namespace {
-
-// The few NVML entry points used, declared here so the build needs no nvml.h.
-using nvmlReturn = int;
-using nvmlDevice = void*;
-struct NvmlUtilization {
-  unsigned int gpu, memory;
-};
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlApi {
-  nvmlReturn (*init)();
-  nvmlReturn (*shutdown)();
-  const char* (*error_string)(nvmlReturn);
-  nvmlReturn (*count)(unsigned int*);
-  nvmlReturn (*handle)(unsigned int, nvmlDevice*);
-  nvmlReturn (*name)(nvmlDevice, char*, unsigned int);
-  nvmlReturn (*utilization)(nvmlDevice, NvmlUtilization*);
-  nvmlReturn (*power)(nvmlDevice, unsigned int*);
-  nvmlReturn (*power_limit)(nvmlDevice, unsigned int*);
-  nvmlReturn (*memory)(nvmlDevice, NvmlMemory*);
-  nvmlReturn (*processes)(nvmlDevice, unsigned int*, void*);
-};
-constexpr nvmlReturn kNvmlSuccess = 0;
-constexpr nvmlReturn kNvmlInsufficientSize = 7;
-NvmlApi g_api{};
-
-template <typename F>
-bool bind(void* lib, F& fn, std::initializer_list<const char*> names) {
-  for (const char* n : names) {
-    if (void* p = ::dlsym(lib, n)) {
-      fn = reinterpret_cast<F>(p);
-      return true;
-    }
-  }
-  return false;
-}
 
 int64_t meminfo_bytes(const std::string& text, const std::string& key) {
   const size_t at = text.find(key + ":");
@@ -62,79 +27,48 @@ std::string read_text(const std::string& path) {
 }  // namespace
 
 Nvml::Nvml() {
-  void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = ::dlerror();
-    error_ = std::string("no NVML: ") + (why ? why : "libnvidia-ml.so.1 not found");
-    return;
-  }
-  NvmlApi a{};
-  const bool ok = bind(lib, a.init, {"nvmlInit_v2", "nvmlInit"}) && bind(lib, a.shutdown, {"nvmlShutdown"}) &&
-                  bind(lib, a.error_string, {"nvmlErrorString"}) &&
-                  bind(lib, a.count, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}) &&
-                  bind(lib, a.handle, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}) &&
-                  bind(lib, a.name, {"nvmlDeviceGetName"}) &&
-                  bind(lib, a.utilization, {"nvmlDeviceGetUtilizationRates"}) &&
-                  bind(lib, a.power, {"nvmlDeviceGetPowerUsage"}) &&
-                  bind(lib, a.power_limit, {"nvmlDeviceGetEnforcedPowerLimit"}) &&
-                  bind(lib, a.memory, {"nvmlDeviceGetMemoryInfo"}) &&
-                  bind(lib, a.processes, {"nvmlDeviceGetComputeRunningProcesses_v3",
-                                          "nvmlDeviceGetComputeRunningProcesses_v2",
-                                          "nvmlDeviceGetComputeRunningProcesses"});
-  if (!ok) {
-    error_ = "no NVML: libnvidia-ml.so.1 lacks an entry point ddx top needs";
-    ::dlclose(lib);
-    return;
-  }
-  if (nvmlReturn rc = a.init(); rc != kNvmlSuccess) {
-    error_ = std::string("no NVML: nvmlInit failed: ") + a.error_string(rc);
-    ::dlclose(lib);
-    return;
-  }
-  g_api = a;
-  handle_ = lib;
+  std::string why;
+  lib_ = ::ddx::Nvml::load(why);
+  if (!lib_) error_ = "no NVML: " + why;
 }
 
-Nvml::~Nvml() {
-  if (!handle_) return;
-  g_api.shutdown();
-  ::dlclose(handle_);
-}
+Nvml::~Nvml() = default;
 
 std::vector<GpuStats> Nvml::query(std::string& error) const {
   std::vector<GpuStats> out;
-  if (!handle_) {
+  if (!lib_) {
     error = error_;
     return out;
   }
+  const NvmlApi& api = lib_->api();
   unsigned int count = 0;
-  if (nvmlReturn rc = g_api.count(&count); rc != kNvmlSuccess) {
-    error = std::string("nvmlDeviceGetCount: ") + g_api.error_string(rc);
+  if (nvmlReturn rc = api.device_count(&count); rc != kNvmlSuccess) {
+    error = "nvmlDeviceGetCount: " + lib_->error(rc);
     return {};
   }
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice dev = nullptr;
-    if (nvmlReturn rc = g_api.handle(i, &dev); rc != kNvmlSuccess) {
-      error = "GPU " + std::to_string(i) + ": " + g_api.error_string(rc);
+    if (nvmlReturn rc = api.handle_by_index(i, &dev); rc != kNvmlSuccess) {
+      error = "GPU " + std::to_string(i) + ": " + lib_->error(rc);
       continue;
     }
     GpuStats g;
     g.index = static_cast<int>(i);
     char name[96] = {0};
-    if (g_api.name(dev, name, sizeof name) == kNvmlSuccess) g.name = name;
-    NvmlUtilization u{};
-    if (g_api.utilization(dev, &u) == kNvmlSuccess) g.util_pct = u.gpu;
+    if (api.name(dev, name, sizeof name) == kNvmlSuccess) g.name = name;
+    nvmlUtilization u{};
+    if (api.utilization && api.utilization(dev, &u) == kNvmlSuccess) g.util_pct = u.gpu;
     unsigned int mw = 0;
-    if (g_api.power(dev, &mw) == kNvmlSuccess) g.power_w = mw / 1000.0;
-    if (g_api.power_limit(dev, &mw) == kNvmlSuccess) g.power_limit_w = mw / 1000.0;
-    NvmlMemory m{};
-    if (g_api.memory(dev, &m) == kNvmlSuccess) {
+    if (api.power_usage && api.power_usage(dev, &mw) == kNvmlSuccess) g.power_w = mw / 1000.0;
+    if (api.power_limit && api.power_limit(dev, &mw) == kNvmlSuccess) g.power_limit_w = mw / 1000.0;
+    nvmlMemory m{};
+    if (api.memory_info && api.memory_info(dev, &m) == kNvmlSuccess) {
       g.memory_used_bytes = static_cast<int64_t>(m.used);
       g.memory_total_bytes = static_cast<int64_t>(m.total);
     }
     // With no buffer NVML only counts: SUCCESS for none, INSUFFICIENT_SIZE with the count.
     unsigned int procs = 0;
-    const nvmlReturn rc = g_api.processes(dev, &procs, nullptr);
+    const nvmlReturn rc = api.processes ? api.processes(dev, &procs, nullptr) : -1;
     if (rc == kNvmlSuccess || rc == kNvmlInsufficientSize) g.processes = static_cast<int>(procs);
     out.push_back(g);
   }

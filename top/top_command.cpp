@@ -84,7 +84,7 @@ class JobSource {
 
 // Nodes of this refresh: this host (NVML or /proc), hosts known only from the ranks'
 // heartbeats, and the --hosts polled over ssh (merged into a job host of the same name).
-std::vector<NodeView> collect_nodes(const Screen& s, const Nvml& nvml, const std::vector<std::string>& hosts,
+std::vector<NodeView> collect_nodes(const Screen& s, const top::Nvml& nvml, const std::vector<std::string>& hosts,
                                     const TopOptions& o) {
   const std::string me = local_hostname();
   std::map<std::string, std::vector<const RankRow*>> by_host;
@@ -164,7 +164,7 @@ int run_top(TopOptions o) {
     }
   }
 
-  Nvml nvml;
+  top::Nvml nvml;
   JobMonitor monitor(mo);
   int polls = 0;
   auto refresh = [&]() {

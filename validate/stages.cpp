@@ -25,8 +25,18 @@ std::vector<Stage> plan_stages(const ValidateOptions& o, const std::string& ddx)
   const std::string& out = o.out_dir;
   std::vector<Stage> stages;
   stages.push_back({"doctor", under_launcher({"doctor", "--json", out + "/doctor.json"}), {"doctor.json"}, "doctor: "});
+  // NVML on every GPU (each rank its own): ECC, remapping, throttling, PCIe, NVLink, XIDs;
+  // SKIP (a PASS) on a machine without a driver.
+  stages.push_back({"gpu health", under_launcher({"probe", "gpu-health", "--json", out + "/gpu-health.json"}),
+                    {"gpu-health.json"}, "gpu-health: "});
   stages.push_back({"selfcheck", under_launcher({"probe", "selfcheck", "--json", out + "/selfcheck.json"}),
                     {"selfcheck.json"}, "selfcheck: "});
+  // Every rank's matmul and memory bandwidth at once: the rank or host far below its peers is
+  // named (probes/node/), before the collectives that such a rank would slow down.
+  stages.push_back({"compute", under_launcher({"probe", "compute", "--json", out + "/compute.json"}), {"compute.json"},
+                    "compute: "});
+  stages.push_back({"memory", under_launcher({"probe", "memory", "--json", out + "/memory.json"}), {"memory.json"},
+                    "memory: "});
   // The busbw floor is judged by validate itself at the largest size (link_types.h).
   stages.push_back({"bandwidth",
                     under_launcher({"probe", "bandwidth", "--op-list", "all", "-b", "1K", "-e", o.max_bytes, "-f", "4",

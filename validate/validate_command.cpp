@@ -10,10 +10,12 @@
 
 #include "bandwidth/sizes.h"
 #include "cli/commands.h"
+#include "ddx/atomic_file.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
 #include "ddx/text.h"
 #include "parity/run_process.h"
+#include "validate/expectations.h"
 #include "validate/link_types.h"
 #include "validate/validate.h"
 
@@ -50,18 +52,13 @@ std::string summary_line(const std::string& path, const std::string& marker) {
   return !found.empty() ? found : !first_error.empty() ? first_error : last;
 }
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
-}
-
 // The bandwidth stage passes only when every collective's busbw at the largest size reaches the
 // floor; the floor comes from --expect or from the link type the doctor's facts show.
 void judge_bandwidth(const validate::ValidateOptions& o, validate::StageResult& r) {
   const validate::Expectation e = o.expect.empty()
-                                      ? validate::detect_expectation(read_json(o.out_dir + "/doctor.json"))
+                                      ? validate::detect_expectation(validate::read_json(o.out_dir + "/doctor.json"))
                                       : validate::parse_expect(o.expect);
-  const auto verdict = validate::judge_busbw(read_json(o.out_dir + "/bandwidth.json"), e);
+  const auto verdict = validate::judge_busbw(validate::read_json(o.out_dir + "/bandwidth.json"), e);
   r.passed = r.passed && verdict.passed;
   r.summary = verdict.summary;
   nlohmann::json rows = nlohmann::json::array();
@@ -70,6 +67,47 @@ void judge_bandwidth(const validate::ValidateOptions& o, validate::StageResult& 
   }
   r.details = {{"min_busbw_gbs", e.min_busbw_gbs}, {"threshold_source", e.source}, {"judged", verdict.judged},
                {"min_bytes", e.min_bytes}, {"collectives", rows}};
+}
+
+// compute / memory: each rank's figures as a fraction of its device's datasheet peak where the
+// expectations table knows the device (expectations.h); said so where it does not.
+void add_fraction_of_peak(const validate::ValidateOptions& o, const std::vector<validate::SkuExpectation>& table,
+                          validate::StageResult& r) {
+  const nlohmann::json j = validate::read_json(o.out_dir + "/" + r.name + ".json");
+  if (!j.is_object() || !j.contains("ranks") || j["ranks"].empty()) return;
+  nlohmann::json fractions = nlohmann::json::array();
+  std::string best_text, unknown;
+  double best = -1;
+  for (const auto& rank : j["ranks"]) {
+    const std::string device = rank.value("device", "");
+    const validate::SkuExpectation* sku = validate::find_sku(table, device);
+    if (!sku) {
+      unknown = device;
+      continue;
+    }
+    for (const auto& [key, m] : rank["metrics"].items()) {
+      // compute: "<dtype>_n<size>" against the dtype's peak; memory: device copy/triad against HBM.
+      const std::string dtype = key.substr(0, key.find('_'));
+      double peak = 0;
+      if (r.name == "compute" && sku->peak_tflops.count(dtype)) peak = sku->peak_tflops.at(dtype);
+      if (r.name == "memory" && key.rfind("device_", 0) == 0) peak = sku->memory_gbs;
+      if (peak <= 0) continue;
+      const double value = m["best"].get<double>(), fraction = value / peak;
+      fractions.push_back({{"metric", key}, {"rank", rank["rank"]}, {"value", value}, {"peak", peak},
+                           {"fraction", fraction}, {"sku", sku->sku}, {"source", sku->source}});
+      if (fraction > best) {
+        best = fraction;
+        best_text = printf_text("%s %.4g = %.0f%% of %s's %.4g (%s)", key.c_str(), value, fraction * 100, sku->sku.c_str(),
+                                peak, sku->source.c_str());
+      }
+    }
+  }
+  r.details["of_peak"] = fractions;
+  if (best >= 0) {
+    r.summary += "; best " + best_text;
+  } else if (!unknown.empty()) {
+    r.details["of_peak_note"] = "no expected figures for '" + unknown + "': add a row with --expectations FILE";
+  }
 }
 
 // A burn-in that failed with flight-recorder dumps: `ddx analyze` names the culprit.
@@ -125,6 +163,12 @@ int run_validate(const validate::ValidateOptions& o) {
     const std::string small = validate::too_small_for(e, static_cast<double>(max_bytes));
     if (!small.empty()) throw UsageError(small);
   }
+  // Expected figures per device (shipped, plus --expectations): a bad file stops the run here.
+  const std::vector<validate::SkuExpectation> table =
+      o.expectations_path.empty() ? validate::shipped_expectations() : validate::expectations_with(o.expectations_path);
+  // A baseline that cannot be read stops the run before its first stage, not after the last.
+  const std::map<std::string, validate::Figure> baseline =
+      o.baseline_path.empty() ? std::map<std::string, validate::Figure>{} : validate::read_baseline(o.baseline_path);
   std::filesystem::create_directories(o.out_dir);
   const auto stages = validate::plan_stages(o, parity::self_executable());
   std::vector<validate::StageResult> results;
@@ -152,6 +196,7 @@ int run_validate(const validate::ValidateOptions& o) {
       if (std::filesystem::exists(o.out_dir + "/" + a)) r.artefacts.push_back(a);
     }
     if (stage.name == "bandwidth" && r.passed) judge_bandwidth(o, r);
+    if (stage.name == "compute" || stage.name == "memory") add_fraction_of_peak(o, table, r);
     if (stage.name == "burn-in" && !r.passed) analyze_traces(o, r);
     std::printf(" %s (%.1f s)  %s\n", r.passed ? "PASS" : "FAIL", r.seconds, r.summary.c_str());
     if (!r.passed) std::printf("      log: %s/%s\n", o.out_dir.c_str(), r.log.c_str());
@@ -159,7 +204,19 @@ int run_validate(const validate::ValidateOptions& o) {
     failed = failed || !r.passed;
     results.push_back(r);
   }
+  if (!o.baseline_path.empty()) {
+    validate::StageResult b = validate::compare_with_baseline(validate::figures_of(o, results), baseline, o.baseline_margin);
+    std::printf("[%zu/%zu] %-15s ... %s  %s\n", stages.size() + 1, stages.size() + 1, "baseline", b.passed ? "PASS" : "FAIL",
+                b.summary.c_str());
+    for (const auto& g : b.details["regressions"]) {
+      std::printf("      %s: %.4g -> %.4g (%+.0f%%)\n", g["figure"].get<std::string>().c_str(), g["before"].get<double>(),
+                  g["after"].get<double>(), g["change"].get<double>() * 100);
+    }
+    failed = failed || !b.passed;
+    results.push_back(b);
+  }
   validate::write_report(o, results);
+  if (!o.junit_path.empty()) write_file_atomically(o.junit_path, validate::junit_report(o, results));
   std::printf("validate: %s; report %s/validate.html (also validate.json, validate.md)\n", failed ? "FAIL" : "PASS",
               o.out_dir.c_str());
   return failed ? 1 : 0;
@@ -171,7 +228,7 @@ Subcommand add_validate_command(CLI::App& app) {
   auto o = std::make_shared<validate::ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
-      "Cluster acceptance: doctor, selfcheck, bandwidth sweep of every collective against the "
+      "Cluster acceptance: doctor, selfcheck, per-rank compute and memory (the slow rank or host named), bandwidth sweep of every collective against the "
       "link's busbw floor, pairwise link matrix, a short parity run and a training burn-in; one "
       "PASS/FAIL line per stage, one report (HTML, JSON, Markdown).\n  ddx validate --np 4");
   cmd->add_option("-p,--nproc,--np", o->nproc, "Ranks (on this node under ddx launch)")
@@ -197,6 +254,16 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--stage-timeout", o->stage_timeout_s, "Seconds before a stage is killed and FAILs")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  cmd->add_option("--baseline", o->baseline_path,
+                  "An earlier run's validate.json: every figure (per rank by host and local rank, per collective) "
+                  "worse than it was by more than --baseline-margin FAILs, with before and after");
+  cmd->add_option("--baseline-margin", o->baseline_margin, "Fraction a figure may fall below the baseline's")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd->add_option("--expectations", o->expectations_path,
+                  "A JSON list of rows of expected figures per device (sku, match, peak_tflops per dtype, memory_gbs, "
+                  "source): added to the shipped table, or replacing its row of the same sku");
+  cmd->add_option("--junit", o->junit_path, "Also write JUnit XML: one test case per stage and per check");
   return {cmd, [o, cmd]() {
             // Under srun the allocation says how many ranks a stage has (SLURM_NTASKS of the
             // batch script's job) unless --np says otherwise: the parity stage and the report

@@ -15,6 +15,12 @@
 #include "validate/validate.h"
 
 namespace ddx::validate {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return in ? nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false) : nlohmann::json();
+}
+
 namespace {
 
 using nlohmann::json;
@@ -32,11 +38,6 @@ std::string read_text(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return in ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json();
 }
 
 // An SVG file a stage wrote, ready to sit inside HTML (its XML declaration removed).
@@ -84,6 +85,75 @@ bool has_artefact(const StageResult* r, const std::string& a) {
   return false;
 }
 
+// A PASS/WARN/FAIL/SKIP table (the doctor's, the GPU health stage's) from its JSON.
+std::string checks_section(const std::string& path, const std::string& title) {
+  const json doc = read_json(path);
+  if (!doc.is_object() || !doc.contains("checks")) return "";
+  std::ostringstream h;
+  h << "<h2>" << title << "</h2>\n<table><tr><th>check</th><th>status</th><th>value</th><th>fix</th></tr>\n";
+  for (const auto& c : doc["checks"]) {
+    const std::string status = c["status"].get<std::string>();
+    h << "<tr><td>" << svg::escape(c["check"].get<std::string>()) << "</td><td class=\"" << status << "\">" << status
+      << "</td><td>" << svg::escape(c["value"].get<std::string>()) << "</td><td>"
+      << svg::escape(c["fix"].get<std::string>()) << "</td></tr>\n";
+  }
+  h << "</table>\n";
+  return h.str();
+}
+
+// compute.json / memory.json: one row per metric and rank, the slow ones marked with why.
+std::string rank_probe_section(const ValidateOptions& o, const std::string& probe) {
+  const json j = read_json(o.out_dir + "/" + probe + ".json");
+  if (!j.is_object() || !j.contains("ranks")) return "";
+  std::ostringstream h;
+  h << "<h2>" << (probe == "compute" ? "Compute (matrix multiply)" : "Memory bandwidth (STREAM)") << "</h2>\n<p>"
+    << "A rank is named when its best of " << j["rule"]["min_trials"].get<int>() << "+ trials is below "
+    << std::lround((1 - j["rule"]["margin"].get<double>()) * 100)
+    << "% of the median of the other ranks and below their spread; a host when even its best rank is.</p>\n"
+    << "<table><tr><th>metric</th><th>rank</th><th>host</th><th>local rank</th><th>best trial</th><th>result</th></tr>\n";
+  for (const auto& m : j["metrics"]) {
+    for (const auto& r : j["ranks"]) {
+      std::string why;
+      for (const auto& f : j["slow_ranks"]) {
+        if (f["metric"] == m["key"] && f["rank"] == r["rank"]) {
+          char text[160];
+          std::snprintf(text, sizeof text, "SLOW: peers' median %.4g, named below %.4g", f["peer_median"].get<double>(),
+                        f["threshold"].get<double>());
+          why = text;
+        }
+      }
+      for (const auto& f : j["slow_hosts"]) {
+        if (f["metric"] == m["key"] && f["host"] == r["host"]) why += (why.empty() ? "SLOW" : "") + std::string(" (slow host)");
+      }
+      char value[64];
+      std::snprintf(value, sizeof value, "%.4g %s", r["metrics"][m["key"].get<std::string>()]["best"].get<double>(),
+                    m["unit"].get<std::string>().c_str());
+      h << "<tr><td>" << svg::escape(m["label"].get<std::string>()) << "</td><td>" << r["rank"].get<int>() << "</td><td>"
+        << svg::escape(r["host"].get<std::string>()) << "</td><td>" << r["local_rank"].get<int>() << "</td><td>" << value
+        << "</td><td class=\"" << (why.empty() ? "PASS" : "FAIL") << "\">" << (why.empty() ? "PASS" : svg::escape(why))
+        << "</td></tr>\n";
+    }
+  }
+  h << "</table>\n";
+  return h.str();
+}
+
+// The baseline stage: every figure that regressed, before and after.
+std::string baseline_section(const StageResult& b) {
+  std::ostringstream h;
+  h << "<h2>Against the baseline</h2>\n<p>" << svg::escape(b.summary) << "</p>\n";
+  if (b.details["regressions"].empty()) return h.str();
+  h << "<table><tr><th>figure</th><th>before</th><th>now</th><th>change</th></tr>\n";
+  for (const auto& g : b.details["regressions"]) {
+    char row[128];
+    std::snprintf(row, sizeof row, "<td>%.4g</td><td>%.4g</td><td class=\"FAIL\">%+.0f%%</td>", g["before"].get<double>(),
+                  g["after"].get<double>(), g["change"].get<double>() * 100);
+    h << "<tr><td>" << svg::escape(g["figure"].get<std::string>()) << "</td>" << row << "</tr>\n";
+  }
+  h << "</table>\n";
+  return h.str();
+}
+
 std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& results, const json& report) {
   const bool passed = report["passed"].get<bool>();
   std::ostringstream h;
@@ -102,17 +172,7 @@ std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& 
   }
   h << "</table>\n";
 
-  const json doctor = read_json(o.out_dir + "/doctor.json");
-  if (doctor.is_object() && doctor.contains("checks")) {
-    h << "<h2>Doctor</h2>\n<table><tr><th>check</th><th>status</th><th>value</th><th>fix</th></tr>\n";
-    for (const auto& c : doctor["checks"]) {
-      const std::string status = c["status"].get<std::string>();
-      h << "<tr><td>" << svg::escape(c["check"].get<std::string>()) << "</td><td class=\"" << status << "\">" << status
-        << "</td><td>" << svg::escape(c["value"].get<std::string>()) << "</td><td>"
-        << svg::escape(c["fix"].get<std::string>()) << "</td></tr>\n";
-    }
-    h << "</table>\n";
-  }
+  h << checks_section(o.out_dir + "/doctor.json", "Doctor") << checks_section(o.out_dir + "/gpu-health.json", "GPU health");
 
   const StageResult* bw = find(results, "bandwidth");
   if (bw && bw->details.is_object()) {
@@ -128,6 +188,8 @@ std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& 
     }
     h << "</table>\n";
   }
+  for (const char* probe : {"compute", "memory"}) h << rank_probe_section(o, probe);
+  if (const StageResult* b = find(results, "baseline"); b && b->details.is_object()) h << baseline_section(*b);
   if (has_artefact(bw, "busbw.svg")) h << "<h3>Bus bandwidth vs message size</h3>\n" << inline_svg(o.out_dir + "/busbw.svg");
   if (has_artefact(find(results, "pairwise links"), "pairs.json")) {
     h << "<h2>Pairwise links</h2>\n" << pairs_heat_map(o.out_dir + "/pairs.json");
@@ -156,7 +218,7 @@ void write_report(const ValidateOptions& o, const std::vector<StageResult>& resu
     stages.push_back(s);
   }
   json report = {{"ranks", o.nproc}, {"launcher", o.launcher.empty() ? "ddx launch" : o.launcher},
-                 {"passed", passed}, {"stages", stages}};
+                 {"passed", passed}, {"stages", stages}, {"figures", to_json(figures_of(o, results))}};
   write_file_atomically(o.out_dir + "/validate.json", report.dump(2) + "\n");
   write_file_atomically(o.out_dir + "/validate.html", html_page(o, results, report));
 
@@ -172,6 +234,15 @@ void write_report(const ValidateOptions& o, const std::vector<StageResult>& resu
   for (const auto& r : results) {
     for (const auto& a : r.artefacts) {
       if (r.ran && a.size() > 4 && a.compare(a.size() - 4, 4, ".svg") == 0) md << "\n## " << r.name << "\n\n![" << a << "](" << a << ")\n";
+    }
+  }
+  if (const StageResult* b = find(results, "baseline"); b && b->details.is_object() && !b->details["regressions"].empty()) {
+    md << "\n## Regressions against the baseline\n\n| figure | before | now | change |\n|---|---|---|---|\n";
+    for (const auto& g : b->details["regressions"]) {
+      char row[128];
+      std::snprintf(row, sizeof row, " | %.4g | %.4g | %+.0f%% |\n", g["before"].get<double>(), g["after"].get<double>(),
+                    g["change"].get<double>() * 100);
+      md << "| " << g["figure"].get<std::string>() << row;
     }
   }
   write_file_atomically(o.out_dir + "/validate.md", md.str());

@@ -45,23 +45,27 @@ void analyze_pairs(PairReport& report, double fraction, double min_gbs) {
     per_rank[p.b].push_back(p.gbs);
     report.wrong += p.wrong;
   }
-  // Slow ranks first, against the median over ranks of each rank's median link: with few
-  // ranks a slow rank owns many of the links (2 of 3 with three ranks), which would drag a
-  // plain median of links down with it.
+  // Slow ranks first, each rank's median link against the same figure of its peers (the shared
+  // outlier rule, ddx/outliers.h): with few ranks a slow rank owns many of the links (2 of 3
+  // with three ranks), which would drag a plain median of links down with it.
+  std::vector<int> ranks_with_links;
   std::vector<double> rank_medians;
-  for (const auto& links : per_rank) {
-    if (!links.empty()) rank_medians.push_back(median(links));
+  for (int r = 0; r < n; ++r) {
+    if (per_rank[r].empty()) continue;
+    ranks_with_links.push_back(r);
+    rank_medians.push_back(median(per_rank[r]));
   }
-  const double rank_floor = fraction * median(rank_medians);
   report.slow_ranks.clear();
   std::vector<bool> slow(n, false);
   if (n >= 3) {  // with two ranks there is one link and no way to tell which end is slow
-    for (int r = 0; r < n; ++r) {
-      if (per_rank[r].empty()) continue;
-      const double m = median(per_rank[r]);
-      if (m < rank_floor || (min_gbs > 0 && m < min_gbs)) {
-        report.slow_ranks.emplace_back(r, m);
-        slow[r] = true;
+    OutlierRule rule;
+    rule.margin = 1.0 - fraction;
+    std::vector<bool> below(rank_medians.size(), false);
+    for (const Outlier& o : low_outliers(rank_medians, rule)) below[o.index] = true;
+    for (size_t i = 0; i < rank_medians.size(); ++i) {
+      if (below[i] || (min_gbs > 0 && rank_medians[i] < min_gbs)) {
+        report.slow_ranks.emplace_back(ranks_with_links[i], rank_medians[i]);
+        slow[ranks_with_links[i]] = true;
       }
     }
   }

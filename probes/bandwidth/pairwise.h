@@ -17,8 +17,8 @@ std::vector<std::vector<std::pair<int, int>>> pair_rounds(int nranks);
 int partner_in_round(const std::vector<std::pair<int, int>>& round, int rank);
 
 // Fills the matrix, the median link, and the slow links and ranks of `report.pairs`. A rank is
-// slow when the median of its links is below `fraction` x the median over ranks of that figure
-// (or below `min_gbs` when > 0); the median link is then taken over links between ranks that
+// slow when the median of its links is below `fraction` x the median of that figure over the
+// other ranks and below their spread (ddx/outliers.h), or below `min_gbs` when > 0; the median link is then taken over links between ranks that
 // are not slow, and a link is slow below `fraction` x that median (or below `min_gbs`).
 void analyze_pairs(PairReport& report, double fraction, double min_gbs);
 

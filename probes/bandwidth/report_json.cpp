@@ -157,6 +157,10 @@ std::string pairs_json(const PairReport& report, const BandwidthOptions& o) {
   }
   json slow_links = json::array();
   for (const auto& p : report.slow_links) slow_links.push_back({{"a", p.a}, {"b", p.b}, {"bw", p.gbs}});
+  json rechecked = json::array();
+  for (const auto& [link, in_rounds] : report.rechecked) {
+    rechecked.push_back({{"a", link.a}, {"b", link.b}, {"bw_in_rounds", in_rounds}, {"bw", link.gbs}});
+  }
   json slow_ranks = json::array();
   for (const auto& [rank, gbs] : report.slow_ranks) {
     json s = {{"rank", rank}, {"median_link_bw", gbs}};
@@ -173,7 +177,7 @@ std::string pairs_json(const PairReport& report, const BandwidthOptions& o) {
               {"ddx", {{"mode", "pairs"}, {"engine", report.engine}, {"nranks", report.nranks},
                        {"bytes", report.bytes}, {"iterations", report.iters}, {"pairs", pairs},
                        {"matrix_gbs", report.matrix}, {"median_bw", report.median_gbs},
-                       {"slow_links", slow_links}, {"slow_ranks", slow_ranks},
+                       {"slow_links", slow_links}, {"slow_ranks", slow_ranks}, {"rechecked", rechecked},
                        {"nwrong", report.wrong}, {"okay", exit_code(report) == 0}}}};
   return doc.dump(1) + "\n";
 }

@@ -77,6 +77,9 @@ struct PairReport {
   double median_gbs = 0;
   std::vector<PairMeasurement> slow_links;
   std::vector<std::pair<int, double>> slow_ranks;  // rank, its median link GB/s
+  // Links that looked slow with the round's other pairs running and were measured again alone:
+  // (link, GB/s in the rounds); the link's own figure is then the better of the two.
+  std::vector<std::pair<PairMeasurement, double>> rechecked;
   int64_t wrong = 0;
 };
 

@@ -29,13 +29,6 @@ IterStats iter_stats(std::vector<double> samples) {
   return s;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 std::vector<double> max_over_ranks(const std::vector<std::vector<double>>& per_rank) {
   std::vector<double> out;
   for (const auto& samples : per_rank) {

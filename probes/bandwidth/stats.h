@@ -3,6 +3,8 @@
 // percentiles are nearest-rank (so with fewer than 100 samples p99 may equal the max).
 #include <vector>
 
+#include "ddx/outliers.h"
+
 namespace ddx::bw {
 
 struct IterStats {
@@ -16,7 +18,7 @@ IterStats iter_stats(std::vector<double> samples);
 // Index of the nearest-rank `percentile` in a sorted list of n samples.
 int percentile_index(int n, int percentile);
 
-double median(std::vector<double> values);
+using ddx::median;  // one median for the whole tree (ddx/outliers.h)
 
 // Per-iteration job time: sample i is the slowest rank's time of iteration i (what the job
 // waits for). `per_rank[r][i]`; ranks with fewer samples are ignored past their end.

@@ -22,6 +22,7 @@
 #include "ddx/log.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
+#include "ddx/store_gather.h"
 #include "ddx/version.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_facts.h"
@@ -100,19 +101,14 @@ std::unique_ptr<doctor::ReachListener> reach_other_hosts(World& world, json& fac
 }
 
 int report(World& world, const json& mine, const DoctorFlags& flags) {
-  c10d::Store& store = world.store();
-  store.set("ddx/doctor/facts" + std::to_string(world.rank()), bytes(mine.dump()));
-  if (world.rank() != 0) {
-    store.wait({"ddx/doctor/done"});  // rank 0 hosts the store: stay until it has read ours
-    return 0;
-  }
+  const std::vector<std::string> texts = gather_on_rank0(world, "doctor/facts", mine.dump());
+  if (world.rank() != 0) return 0;
   std::vector<json> ranks;
   std::set<std::string> hosts;
-  for (int r = 0; r < world.size(); ++r) {
-    ranks.push_back(json::parse(text(store.get("ddx/doctor/facts" + std::to_string(r)))));
+  for (const auto& t : texts) {
+    ranks.push_back(json::parse(t));
     hosts.insert(ranks.back()["host"].get<std::string>());
   }
-  store.set("ddx/doctor/done", bytes("1"));
 
   const auto rows = doctor::evaluate(ranks);
   std::map<doctor::Status, int> counts;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ddx/atomic_file.h"
+#include "ddx/store_gather.h"
 #include "selfcheck.h"
 
 namespace ddx::probes {
@@ -58,21 +59,10 @@ int report_selfcheck(World& world, const std::vector<CheckResult>& mine,
                      const SelfcheckOptions& options, double seconds) {
   json payload = {{"rank", world.rank()}, {"host", world.info().hostname}, {"checks", json::array()}};
   for (const auto& r : mine) payload["checks"].push_back(to_json(r));
-  const std::string text = payload.dump();
-  world.store().set("ddx/selfcheck/rank" + std::to_string(world.rank()),
-                    std::vector<uint8_t>(text.begin(), text.end()));
-  if (world.rank() != 0) {
-    // Rank 0 hosts the store; wait until it has read everything before we may exit.
-    world.store().wait({"ddx/selfcheck/done"});
-    return 0;
-  }
-
+  const std::vector<std::string> texts = gather_on_rank0(world, "selfcheck", payload.dump());
+  if (world.rank() != 0) return 0;
   json all = json::array();
-  for (int r = 0; r < world.size(); ++r) {
-    auto bytes = world.store().get("ddx/selfcheck/rank" + std::to_string(r));
-    all.push_back(json::parse(std::string(bytes.begin(), bytes.end())));
-  }
-  world.store().set("ddx/selfcheck/done", std::vector<uint8_t>{1});
+  for (const auto& text : texts) all.push_back(json::parse(text));
 
   // Hosts and the rank ranges on each.
   std::map<std::string, std::vector<int>> hosts;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu_quota.h"
 #include "process_helpers.h"
 #include "simulated_hosts.h"
 
@@ -71,6 +72,34 @@ TEST_F(MultiNode, SelfcheckPassesOnFourRanksOverTwoHosts) {
   ASSERT_EQ(r[1].exit_code, 0) << both(r);
   EXPECT_TRUE(has(r[0].output, "4 ranks on 2 hosts [ddx-host-a (2 ranks), ddx-host-b (2 ranks)]")) << r[0].output;
   EXPECT_TRUE(has(r[0].output, "all PASS")) << r[0].output;
+}
+
+// Host b's launcher, and so both of its ranks, run in a cgroup with a fifth of one core (a real
+// slowdown, cpu_quota.h): compute and memory name host b as a host, and its ranks.
+TEST_F(MultiNode, ComputeAndMemoryNameAHostUnderACpuQuotaAsAHost) {
+  CpuQuota quota(0.2);
+  DDX_SKIP_IF_REFUSED(quota.refused());
+  for (const std::string probe : {"compute", "memory"}) {
+    std::vector<std::string> command = {DDX_BIN, "probe", probe, "--json", dir_ + "/" + probe + ".json"};
+    if (probe == "compute") command.insert(command.end(), {"--sizes", "256,512"});
+    if (probe == "memory") command.insert(command.end(), {"--array-bytes", "16M"});
+    auto r = hosts_->run_on_both(
+        dir_,
+        [&](int node) {
+          auto argv = launch(node, 2, command);
+          return node == 1 ? quota.wrap(argv) : argv;
+        },
+        {{"GLOO_SOCKET_IFNAME", SimulatedHosts::kInterface}}, 180, {"NCCL_SOCKET_IFNAME"});
+    EXPECT_EQ(r[0].exit_code, 1) << both(r);
+    EXPECT_TRUE(has(r[0].output, "SLOW HOST ddx-host-b (ranks 2,3): ")) << r[0].output;
+    EXPECT_TRUE(has(r[0].output, probe + ": 4 ranks x 2 metrics, 7 trials: SLOW: host ddx-host-b, rank 2 (ddx-host-b), "
+                                         "rank 3 (ddx-host-b)"))
+        << r[0].output;
+    const auto j = nlohmann::json::parse(read_file(dir_ + "/" + probe + ".json"));
+    ASSERT_EQ(j["per_host"].size(), 2u) << j.dump();
+    for (const auto& f : j["slow_hosts"]) EXPECT_EQ(f["host"], "ddx-host-b") << f.dump();
+    for (const auto& f : j["slow_ranks"]) EXPECT_EQ(f["host"], "ddx-host-b") << f.dump();
+  }
 }
 
 TEST_F(MultiNode, DdpTrainingOverTwoHostsMatchesTheSameRunOnOneHost) {

@@ -211,9 +211,9 @@ TEST_F(Slurm, ValidateSbatchRunsEveryStageOverBothHosts) {
     EXPECT_TRUE(stage.at("ran").get<bool>()) << stage.dump();
     passed[stage.at("stage")] = stage.at("passed").get<bool>();
   }
-  ASSERT_EQ(passed.size(), 6u) << report.dump(2);
+  ASSERT_EQ(passed.size(), 9u) << report.dump(2);
   // Verdicts that do not depend on how fast this shared machine's links are at the moment.
-  for (const char* stage : {"doctor", "selfcheck", "parity", "burn-in"}) EXPECT_TRUE(passed[stage]) << stage << "\n" << log;
+  for (const char* stage : {"doctor", "gpu health", "selfcheck", "parity", "burn-in"}) EXPECT_TRUE(passed[stage]) << stage << "\n" << log;
   const auto pairs = nlohmann::json::parse(read_file(out + "/pairs.json"), nullptr, false);
   ASSERT_TRUE(pairs.is_object()) << log;
   EXPECT_EQ(pairs["ddx"]["matrix_gbs"].size(), 4u);

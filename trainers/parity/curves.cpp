@@ -9,6 +9,7 @@
 #include <tuple>
 #include <stdexcept>
 
+#include "ddx/curve_diff.h"
 #include "models/safetensors.h"
 
 namespace ddx::parity {
@@ -102,26 +103,31 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
   auto ratio = [](double value, double tolerance) {
     return value == 0 ? 0.0 : tolerance == 0 ? INFINITY : value / tolerance;
   };
-  const size_t n = std::min(baseline.size(), run.size());
-  for (size_t i = 0; i < n; ++i) {
-    const double base = baseline[i].loss;
-    double rel = std::fabs(run[i].loss - base) / std::max(std::fabs(base), 1e-30);
-    if (!std::isfinite(run[i].loss)) rel = INFINITY;
-    c.rel_loss_diff.push_back(rel);
-    c.max_rel_loss_diff = std::max(c.max_rel_loss_diff, rel);
-    double grad_rel = std::fabs(run[i].grad_norm - baseline[i].grad_norm) /
-                      std::max(std::fabs(baseline[i].grad_norm), 1e-30);
-    if (!std::isfinite(run[i].grad_norm)) grad_rel = INFINITY;
-    c.rel_grad_norm_diff.push_back(grad_rel);
-    c.max_rel_grad_norm_diff = std::max(c.max_rel_grad_norm_diff, grad_rel);
-    const double loss_tol = step_tolerance(envelope.loss, i), grad_tol = step_tolerance(envelope.grad_norm, i);
-    c.margin = std::max({c.margin, ratio(rel, loss_tol), ratio(grad_rel, grad_tol)});
-    if ((rel > loss_tol || grad_rel > grad_tol) && c.first_bad_step < 0) {
-      c.first_bad_step = run[i].step;
-      c.note = (rel > loss_tol ? "loss differs by " + std::to_string(rel)
-                               : "gradient norm differs by " + std::to_string(grad_rel)) +
-               " (relative) at step " + std::to_string(run[i].step);
-    }
+  // The loss and the gradient norm, each step against the baseline's (ddx/curve_diff.h, the
+  // comparison `ddx compare` makes too), relative tolerances widened per step by the envelope.
+  auto curve = [](const std::vector<StepPoint>& points, double StepPoint::*field) {
+    std::vector<CurvePoint> out;
+    for (const StepPoint& p : points) out.push_back({p.step, p.*field});
+    return out;
+  };
+  const CurveDiff loss = diff_curves(curve(baseline, &StepPoint::loss), curve(run, &StepPoint::loss),
+                                     [&](size_t i) { return PointTolerance{0, step_tolerance(envelope.loss, i)}; });
+  const CurveDiff grad = diff_curves(curve(baseline, &StepPoint::grad_norm), curve(run, &StepPoint::grad_norm),
+                                     [&](size_t i) { return PointTolerance{0, step_tolerance(envelope.grad_norm, i)}; });
+  c.rel_loss_diff = loss.rel_diff;
+  c.rel_grad_norm_diff = grad.rel_diff;
+  c.max_rel_loss_diff = loss.max_rel;
+  c.max_rel_grad_norm_diff = grad.max_rel;
+  c.margin = std::max(loss.margin, grad.margin);
+  // The first bad step of either; at the same step the loss is named.
+  const bool loss_first =
+      loss.first_bad_step >= 0 && (grad.first_bad_step < 0 || loss.first_bad_step <= grad.first_bad_step);
+  if (loss_first || grad.first_bad_step >= 0) {
+    const CurveDiff& bad = loss_first ? loss : grad;
+    c.first_bad_step = bad.first_bad_step;
+    const size_t i = std::find(bad.steps.begin(), bad.steps.end(), bad.first_bad_step) - bad.steps.begin();
+    c.note = (loss_first ? "loss differs by " : "gradient norm differs by ") + std::to_string(bad.rel_diff[i]) +
+             " (relative) at step " + std::to_string(bad.first_bad_step);
   }
   if (run.size() != baseline.size()) {
     c.note = "ran " + std::to_string(run.size()) + " steps, the baseline " + std::to_string(baseline.size());

@@ -6,6 +6,9 @@
 
 namespace ddx {
 
+// printf into a std::string (any length), for the fixed-width rows of reports.
+std::string printf_text(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 // "[4, 1024]"
 std::string shape_text(const std::vector<int64_t>& shape);
 // "rank 3" or "ranks 0,2,5"

@@ -1,0 +1,122 @@
+#include "parity/curve_files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ddx/errors.h"
+#include "ddx/text.h"
+
+namespace ddx::parity {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string detect_format(const std::string& path, std::ifstream& in) {
+  for (const char* e : {".jsonl", ".ndjson", ".json"}) {
+    if (ends_with(path, e)) return "jsonl";
+  }
+  for (const char* e : {".csv", ".tsv"}) {
+    if (ends_with(path, e)) return "csv";
+  }
+  const int first = (in >> std::ws).peek();
+  return first == '{' ? "jsonl" : "csv";
+}
+
+double number_in(const nlohmann::json& v, const std::string& where) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {  // "NaN", "inf": what some loggers write for a diverged loss
+    char* end = nullptr;
+    const std::string s = v.get<std::string>();
+    const double d = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() && *end == '\0') return d;
+  }
+  throw UsageError(where + ": '" + v.dump() + "' is not a number");
+}
+
+std::vector<CurvePoint> read_jsonl(const CurveSource& s, std::ifstream& in) {
+  std::vector<CurvePoint> points;
+  int64_t line_no = 0, row = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const std::string where = s.path + ":" + std::to_string(line_no);
+    if (j.is_discarded()) throw UsageError(where + ": not a JSON object (expected one JSON record per line)");
+    if (!j.is_object() || !j.contains(s.key)) continue;  // other records (events, config) carry no value
+    ++row;
+    const int64_t step = j.contains(s.step_key) ? static_cast<int64_t>(number_in(j[s.step_key], where)) : row;
+    points.push_back({step, number_in(j[s.key], where)});
+  }
+  return points;
+}
+
+std::vector<std::string> split_row(const std::string& line, char separator) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, separator)) {
+    while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' ')) cell.pop_back();
+    while (!cell.empty() && cell.front() == ' ') cell.erase(0, 1);
+    if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') cell = cell.substr(1, cell.size() - 2);
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+std::vector<CurvePoint> read_csv(const CurveSource& s, std::ifstream& in) {
+  const char separator = ends_with(s.path, ".tsv") ? '\t' : ',';
+  std::string header_line;
+  if (!std::getline(in, header_line)) throw UsageError(s.path + ": empty (expected a CSV header row)");
+  const std::vector<std::string> header = split_row(header_line, separator);
+  auto column = [&](const std::string& name) -> int {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const int value_col = column(s.key), step_col = column(s.step_key);
+  if (value_col < 0) {
+    throw UsageError(s.path + ": no column '" + s.key + "' (columns: " + join(header) + "); pick one with --key");
+  }
+  std::vector<CurvePoint> points;
+  int64_t line_no = 1, row = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::vector<std::string> cells = split_row(line, separator);
+    const std::string where = s.path + ":" + std::to_string(line_no);
+    if (static_cast<int>(cells.size()) <= value_col || cells[value_col].empty()) continue;  // no value this row
+    ++row;
+    auto parse = [&](const std::string& text) {
+      char* end = nullptr;
+      const double d = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0') throw UsageError(where + ": '" + text + "' is not a number");
+      return d;
+    };
+    const int64_t step = step_col >= 0 && step_col < static_cast<int>(cells.size())
+                             ? static_cast<int64_t>(parse(cells[step_col]))
+                             : row;
+    points.push_back({step, parse(cells[value_col])});
+  }
+  return points;
+}
+
+}  // namespace
+
+std::vector<CurvePoint> read_curve_file(const CurveSource& s) {
+  std::ifstream in(s.path);
+  if (!in) throw UsageError(s.path + ": cannot read the file");
+  const std::string format = s.format == "auto" ? detect_format(s.path, in) : s.format;
+  std::vector<CurvePoint> points = format == "csv" ? read_csv(s, in) : read_jsonl(s, in);
+  if (points.empty()) {
+    throw UsageError(s.path + ": no values under '" + s.key + "' (read as " + format + "; pick the field with --key)");
+  }
+  return points;
+}
+
+}  // namespace ddx::parity
