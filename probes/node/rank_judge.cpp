@@ -161,18 +161,30 @@ std::string format_report(const std::string& probe, const std::vector<Metric>& m
   } else if (verdict.passed()) {
     out << "no slow rank or host\n";
   } else {
-    std::set<int> slow_ranks;
-    for (const auto& f : verdict.ranks) slow_ranks.insert(f.rank);
-    std::vector<std::string> named;
-    std::set<std::string> slow_hosts;
-    for (const auto& f : verdict.hosts) slow_hosts.insert(f.host);
-    for (const auto& h : slow_hosts) named.push_back("host " + h);
-    for (int r : slow_ranks) {
-      for (const auto& s : ranks) {
-        if (s.rank == r) named.push_back("rank " + std::to_string(r) + " (" + s.host + ")");
-      }
+    // Each named host and rank once, on its worst metric (the lowest figure against its peers),
+    // with the figures that condemn it: the line validate shows for the stage.
+    std::map<std::string, const HostFlag*> worst_host;
+    for (const auto& f : verdict.hosts) {
+      const HostFlag*& w = worst_host[f.host];
+      if (!w || f.value / f.peer_median < w->value / w->peer_median) w = &f;
     }
-    out << "SLOW: " << join(named) << "\n";
+    std::map<int, const RankFlag*> worst_rank;
+    for (const auto& f : verdict.ranks) {
+      const RankFlag*& w = worst_rank[f.rank];
+      if (!w || f.value / f.peer_median < w->value / w->peer_median) w = &f;
+    }
+    std::vector<std::string> named;
+    for (const auto& [host, f] : worst_host) {
+      const Metric& m = metric_named(metrics, f->metric);
+      named.push_back(printf_text("host %s (%s): %s %.4g %s on its best rank, other hosts' median %.4g", host.c_str(),
+                                  ranks_text(f->ranks).c_str(), m.label.c_str(), f->value, m.unit.c_str(), f->peer_median));
+    }
+    for (const auto& [rank, f] : worst_rank) {
+      const Metric& m = metric_named(metrics, f->metric);
+      named.push_back(printf_text("rank %d (%s, local rank %d): %s %.4g %s, peers' median %.4g", rank, f->host.c_str(),
+                                  f->local_rank, m.label.c_str(), f->value, m.unit.c_str(), f->peer_median));
+    }
+    out << "SLOW: " << join(named, "; ") << printf_text(" (margin %.0f%%)", rule.margin * 100) << "\n";
   }
   return out.str();
 }

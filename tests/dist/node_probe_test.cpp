@@ -105,7 +105,7 @@ TEST(NodeProbes, ARankUnderACpuQuotaIsNamedByComputeAndMemory) {
     RunResult r = run_in(dir, launch(2, quota.wrap_rank(1, command)), {}, 180);
     ASSERT_EQ(r.exit_code, 1) << r.output;
     EXPECT_TRUE(has(r.output, "SLOW rank 1 (host " + this_host() + ", local rank 1): ")) << r.output;
-    EXPECT_TRUE(has(r.output, probe + ": 2 ranks x 2 metrics, 7 trials: SLOW: rank 1 (" + this_host() + ")"))
+    EXPECT_TRUE(has(r.output, probe + ": 2 ranks x 2 metrics, 7 trials: SLOW: rank 1 (" + this_host() + ", local rank 1): "))
         << r.output;
     EXPECT_FALSE(has(r.output, "SLOW rank 0")) << r.output;
     const auto j = nlohmann::json::parse(read_file(dir + "/" + probe + ".json"));

@@ -87,7 +87,10 @@ TEST(RankJudge, ASlowRankIsNamedWithHostAndLocalRank) {
   const std::string text = node::format_report("compute", kMetrics, ranks, v, rule);
   EXPECT_NE(text.find("SLOW rank 3 (host b, local rank 1): fp32 n=512 0.3 TFLOP/s, peers' median 1"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("compute: 4 ranks x 1 metric, 3 trials: SLOW: rank 3 (b)"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute: 4 ranks x 1 metric, 3 trials: SLOW: rank 3 (b, local rank 1): fp32 n=512 0.3 TFLOP/s, "
+                      "peers' median 1 (margin 25%)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(RankJudge, ASlowHostIsNamedAsAHost) {
@@ -103,6 +106,10 @@ TEST(RankJudge, ASlowHostIsNamedAsAHost) {
   EXPECT_EQ(j["per_host"][1]["metrics"]["fp32_n512"]["sum"].get<double>(), 0.8);
   const std::string text = node::format_report("compute", kMetrics, ranks, v, OutlierRule{});
   EXPECT_NE(text.find("SLOW HOST b (ranks 2,3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLOW: host b (ranks 2,3): fp32 n=512 0.4 TFLOP/s on its best rank, other hosts' median 1; "
+                      "rank 2 (b, local rank 0): "),
+            std::string::npos)
+      << text;
 }
 
 TEST(RankJudge, TooFewTrialsOrOneRankJudgeNobody) {
