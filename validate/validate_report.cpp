@@ -173,6 +173,7 @@ std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& 
   h << "</table>\n";
 
   h << checks_section(o.out_dir + "/doctor.json", "Doctor") << checks_section(o.out_dir + "/gpu-health.json", "GPU health");
+  for (const char* probe : {"compute", "memory"}) h << rank_probe_section(o, probe);
 
   const StageResult* bw = find(results, "bandwidth");
   if (bw && bw->details.is_object()) {
@@ -188,8 +189,6 @@ std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& 
     }
     h << "</table>\n";
   }
-  for (const char* probe : {"compute", "memory"}) h << rank_probe_section(o, probe);
-  if (const StageResult* b = find(results, "baseline"); b && b->details.is_object()) h << baseline_section(*b);
   if (has_artefact(bw, "busbw.svg")) h << "<h3>Bus bandwidth vs message size</h3>\n" << inline_svg(o.out_dir + "/busbw.svg");
   if (has_artefact(find(results, "pairwise links"), "pairs.json")) {
     h << "<h2>Pairwise links</h2>\n" << pairs_heat_map(o.out_dir + "/pairs.json");
@@ -200,6 +199,7 @@ std::string html_page(const ValidateOptions& o, const std::vector<StageResult>& 
   if (has_artefact(find(results, "burn-in"), "burn-in/loss.svg")) {
     h << "<h2>Training burn-in: loss curve</h2>\n" << inline_svg(o.out_dir + "/burn-in/loss.svg");
   }
+  if (const StageResult* b = find(results, "baseline"); b && b->details.is_object()) h << baseline_section(*b);
   h << "</body></html>\n";
   return h.str();
 }

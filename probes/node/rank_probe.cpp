@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "ddx/atomic_file.h"
 #include "ddx/collectives.h"
@@ -20,6 +21,7 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
+#include "ddx/text.h"
 
 namespace ddx::node {
 namespace {
@@ -66,33 +68,24 @@ int max_local_world_size(World& world) {
   return static_cast<int>(n.item<int64_t>());
 }
 
-// Every rank's trials, a barrier before each so that ranks are timed at the same moment. On a
-// GPU every rank has its own device and all measure at once, as they will train. On CPU the
-// ranks of a host share its cores and memory: measured together, an oversubscribed host (more
-// ranks than cores, as on a 2-core CI machine) makes whichever ranks share a core look slow. So
-// there they take turns, one local rank of every host at a time, each on its share of threads.
-RankSamples measure(World& world, const std::vector<Kernel>& kernels, const Placement& where,
-                    const ProbeSettings& s) {
-  RankSamples mine;
-  mine.rank = world.rank();
-  mine.local_rank = world.info().local_rank;
-  mine.host = world.info().hostname;
-  mine.device = device_name(where);
-  const int turns = where.cuda || s.concurrent ? 1 : max_local_world_size(world);
-  const int my_turn = mine.local_rank % turns;
-  for (const Kernel& k : kernels) {
-    k.run();  // warm-up: first-touch pages, kernel selection, caches
-    synchronize(where);
-    std::vector<double>& trials = mine.trials[k.metric.key];
-    for (int t = 0; t < s.trials; ++t) {
-      for (int turn = 0; turn < turns; ++turn) {
-        barrier(world.world()).wait();
-        if (turn == my_turn) trials.push_back(time_trial(k, where, s.min_trial_s));
-      }
+// Every rank's trials of one kernel, appended to `trials`, a barrier before each so that ranks
+// are timed at the same moment. On a GPU every rank has its own device and all measure at once,
+// as they will train. On CPU the ranks of a host share its cores and memory: measured together,
+// an oversubscribed host (more ranks than cores, as on a 2-core CI machine) makes whichever ranks
+// share a core look slow. So there they take turns (`turns` > 1), one local rank of every host at
+// a time, each on its share of threads.
+void measure_kernel(World& world, const Kernel& k, const Placement& where, const ProbeSettings& s, int turns,
+                    std::vector<double>& trials) {
+  const int my_turn = world.info().local_rank % turns;
+  k.run();  // warm-up: first-touch pages, kernel selection, caches
+  synchronize(where);
+  for (int t = 0; t < s.trials; ++t) {
+    for (int turn = 0; turn < turns; ++turn) {
+      barrier(world.world()).wait();
+      if (turn == my_turn) trials.push_back(time_trial(k, where, s.min_trial_s));
     }
-    if (world.rank() == 0) log::info(k.metric.label, ": ", s.trials, " trials done");
   }
-  return mine;
+  if (world.rank() == 0) log::info(k.metric.label, ": ", trials.size(), " trials done");
 }
 
 json samples_to_json(const RankSamples& r) {
@@ -133,19 +126,52 @@ int run_probe(const std::string& name, const ProbeSettings& s,
   pg.enable_nccl = false;  // the barriers go over Gloo: a sick GPU must not stop its own diagnosis
   auto world = World::init(info, pg);
   const std::vector<Kernel> kernels = make_kernels(where);
-  const RankSamples mine = measure(*world, kernels, where, s);
-  const std::vector<std::string> texts = gather_on_rank0(*world, "node/" + name, samples_to_json(mine).dump());
+  std::vector<Metric> metrics;
+  for (const Kernel& k : kernels) metrics.push_back(k.metric);
+  OutlierRule rule;
+  rule.margin = s.margin >= 0 ? s.margin : where.cuda ? 0.10 : 0.25;
+  const int turns = where.cuda || s.concurrent ? 1 : max_local_world_size(*world);
+
+  RankSamples mine;
+  mine.rank = world->rank();
+  mine.local_rank = info.local_rank;
+  mine.host = world->info().hostname;
+  mine.device = device_name(where);
+  for (const Kernel& k : kernels) measure_kernel(*world, k, where, s, turns, mine.trials[k.metric.key]);
+  // Every rank sees every rank's trials and reaches the same verdict. When it names someone, the
+  // metrics it named are measured again, as many trials more: a competitor that came and went
+  // (another job's burst, a build on a shared node) does not survive that, a throttled or sick
+  // rank is as slow again.
+  auto exchange = [&](const std::string& round) {
+    std::vector<RankSamples> ranks;
+    for (const auto& t : gather_on_all_ranks(*world, "node/" + name + "/" + round, samples_to_json(mine).dump())) {
+      ranks.push_back(samples_from_json(json::parse(t)));
+    }
+    return ranks;
+  };
+  std::vector<RankSamples> ranks = exchange("first");
+  Verdict verdict = judge(metrics, ranks, rule);
+  std::vector<std::string> rechecked;
+  if (!verdict.passed() && verdict.inconclusive.empty()) {
+    std::set<std::string> named;
+    for (const auto& f : verdict.ranks) named.insert(f.metric);
+    for (const auto& f : verdict.hosts) named.insert(f.metric);
+    for (const Kernel& k : kernels) {
+      if (!named.count(k.metric.key)) continue;
+      measure_kernel(*world, k, where, s, turns, mine.trials[k.metric.key]);
+      rechecked.push_back(k.metric.label);
+    }
+    ranks = exchange("again");
+    verdict = judge(metrics, ranks, rule);
+  }
   int rc = 0;
   if (world->rank() == 0) {
-    std::vector<RankSamples> ranks;
-    for (const auto& t : texts) ranks.push_back(samples_from_json(json::parse(t)));
-    std::vector<Metric> metrics;
-    for (const Kernel& k : kernels) metrics.push_back(k.metric);
-    OutlierRule rule;
-    rule.margin = s.margin >= 0 ? s.margin : where.cuda ? 0.10 : 0.25;
-    const Verdict verdict = judge(metrics, ranks, rule);
     std::printf("# device: %s, rank 0 on %s\n", where.cuda ? "cuda (one GPU per local rank)" : "cpu",
                 ranks.front().device.c_str());
+    if (!rechecked.empty()) {
+      std::printf("# measured again, %d trials more, after a first pass named someone: %s\n", s.trials,
+                  join(rechecked).c_str());
+    }
     std::fputs(format_report(name, metrics, ranks, verdict, rule).c_str(), stdout);
     std::fflush(stdout);
     if (!s.json_path.empty()) {

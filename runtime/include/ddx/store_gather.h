@@ -14,4 +14,8 @@ class World;
 // rank 0 has read them). `topic` keeps gathers of different commands apart ("doctor/facts").
 std::vector<std::string> gather_on_rank0(World& world, const std::string& topic, const std::string& mine);
 
+// Every rank's `mine`, in rank order, on every rank (so that every rank can reach the same
+// decision from the same data without another message). Returns once every rank has read them.
+std::vector<std::string> gather_on_all_ranks(World& world, const std::string& topic, const std::string& mine);
+
 }  // namespace ddx
