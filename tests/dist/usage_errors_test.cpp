@@ -50,11 +50,12 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown subcommands (item 4).
         Case{{"trian"},
              "ddx: error: unknown subcommand 'trian'; did you mean 'train'? Subcommands: launch, version, analyze, "
-             "train, parity, checkpoint, doctor, validate, top, probe, fault (see ddx --help)"},
+             "train, parity, compare, checkpoint, doctor, validate, top, probe, fault (see ddx --help)"},
         Case{{"probe", "bandwith"},
              "ddx: error: unknown subcommand 'bandwith'; did you mean 'bandwidth'? Subcommands: selfcheck, hang, "
-             "bandwidth, buserror (see ddx probe --help)"},
-        Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth, buserror (see ddx probe --help)"},
+             "bandwidth, buserror, compute, memory, gpu-health (see ddx probe --help)"},
+        Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth, buserror, compute, memory, "
+                        "gpu-health (see ddx probe --help)"},
         Case{{"fault"}, "ddx: error: ddx fault needs a subcommand: matrix (see ddx fault --help)"},
         // Other parse errors point to the subcommand's help too.
         Case{{"launch", "--nproc-per-node", "two", "--", "true"},
