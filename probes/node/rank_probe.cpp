@@ -192,7 +192,7 @@ cli::Subcommand add_rank_probe_command(CLI::App& probe, const std::string& name,
                                        const std::function<std::vector<Kernel>(const Placement&)>& make_kernels) {
   auto s = std::make_shared<ProbeSettings>();
   CLI::App* cmd = probe.add_subcommand(name, description);
-  cmd->add_option("--trials", s->trials, "Timed trials per kernel and rank (each rank's figure is their median)")
+  cmd->add_option("--trials", s->trials, "Timed trials per kernel and rank (each rank's figure is its best trial)")
       ->check(CLI::Range(kMinTrials, 100000))
       ->capture_default_str();
   cmd->add_option("--margin", s->margin,
