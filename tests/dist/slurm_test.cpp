@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,27 @@ TEST_F(Slurm, OneDdxLaunchPerNodeTakesTheNodesFromTheStep) {
   EXPECT_EQ(curve("launch"), curve("srun"));
 }
 
+// `ddx launch --max-restarts` inside an allocation, one launcher per node: rank 3 (host b) is
+// killed at step 7; each node's launcher restarts its own workers (attempt 2 rendezvouses at
+// the step's port + 1), which resume from the step-5 checkpoint and end where a run that was
+// never killed ends, every step equal.
+TEST_F(Slurm, DdxLaunchRestartsInsideAnAllocationResumeBitIdentical) {
+  const auto args = std::vector<std::string>{"--strategy", "ddp", "-m", "debug", "--ckpt-freq", "5", "-e", "run"};
+  auto launch = [&](const std::string& name, std::map<std::string, std::string> env) {
+    return srun({"-N", "2", "--ntasks-per-node", "1"},
+                joined({DDX_BIN, "launch", "--nproc-per-node", "2", "--max-restarts", "1", "--"}, train(name, args, 10)),
+                std::move(env), 300);
+  };
+  RunResult clean = launch("clean", {});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  RunResult faulted = launch("faulted", {{"DDX_FAULT", "kill@rank=3,step=7"}});
+  ASSERT_EQ(faulted.exit_code, 0) << faulted.output;
+  EXPECT_TRUE(has(faulted.output, "attempt 1 failed: rank 3 SIGKILL")) << faulted.output;
+  EXPECT_TRUE(has(faulted.output, "resuming from ")) << faulted.output;
+  ASSERT_EQ(curve("clean").size(), 10u) << clean.output;
+  EXPECT_EQ(curve("faulted"), curve("clean")) << faulted.output;
+}
+
 TEST_F(Slurm, SelfcheckNamesBothHosts) {
   RunResult r = srun({"-N", "2", "--ntasks-per-node", "2"}, {DDX_BIN, "probe", "selfcheck"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -191,6 +213,43 @@ TEST_F(Slurm, AnImpossibleLayoutFailsOnEveryTaskWithOneLine) {
   for (size_t at = r.output.find("ddx: error: "); at != std::string::npos; at = r.output.find("ddx: error: ", at + 1)) ++lines;
   EXPECT_EQ(lines, 3u) << r.output;
   EXPECT_TRUE(has(r.output, "--tp 2")) << r.output;
+}
+
+// One task per node asking each launcher for 3 workers: a world of 6 that --tp 4 cannot split.
+// Every worker on both nodes says so in one line; both launchers end, no task hangs.
+TEST_F(Slurm, OneLauncherPerNodeAskedForAWorldItCannotBuildFailsEveryWorkerWithOneLine) {
+  RunResult r = srun({"-N", "2", "--ntasks-per-node", "1"},
+                     joined({DDX_BIN, "launch", "--nproc-per-node", "3", "--"},
+                            train("bad", {"--strategy", "tp", "-m", "debug-tp", "--tp", "4"})),
+                     {}, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has(r.output, "TIMED OUT")) << r.output;
+  EXPECT_FALSE(has(r.output, "terminate called")) << r.output;
+  // A worker its launcher stopped after a sibling failed may end before printing its line; the
+  // launcher's table then says so.
+  for (int rank = 0; rank < 6; ++rank) {
+    const bool said = has(r.output, "[rank " + std::to_string(rank) + "]: ddx: error: --tp 4 does not match the world size 6");
+    const bool stopped = std::regex_search(
+        r.output, std::regex("\\n  " + std::to_string(rank) + " +[0-9] +ddx-host-[ab] +[0-9]+ +SIGTERM \\(signal 15\\) +stopped by launcher"));
+    EXPECT_TRUE(said || stopped) << "rank " << rank << "\n" << r.output;
+  }
+  // Each node's launcher reports its own workers' failure (whichever of them exited first).
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("Root cause: rank [0-2] \\(local rank [0-2]\\) on ddx-host-a"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("Root cause: rank [3-5] \\(local rank [0-2]\\) on ddx-host-b"))) << r.output;
+}
+
+// A node list ddx cannot parse (here a task's own SLURM_STEP_NODELIST overridden, as a broken
+// prolog or wrapper would leave it): every task names the variable in one line and exits.
+TEST_F(Slurm, ANodeListDdxCannotParseFailsEveryTaskNamingTheVariable) {
+  RunResult r = srun({"-N", "2", "--ntasks-per-node", "1"},
+                     joined({"/usr/bin/env", "SLURM_STEP_NODELIST=ddx-host-[a"}, train("bad", {"--strategy", "ddp", "-m", "debug"})),
+                     {}, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has(r.output, "TIMED OUT")) << r.output;
+  size_t lines = 0;
+  for (size_t at = r.output.find("ddx: error: "); at != std::string::npos; at = r.output.find("ddx: error: ", at + 1)) ++lines;
+  EXPECT_EQ(lines, 2u) << r.output;
+  EXPECT_TRUE(has(r.output, "SLURM_STEP_NODELIST")) << r.output;
 }
 
 // examples/slurm/validate.sbatch as a user submits it: ddx validate once in the batch script,
