@@ -1,3 +1,4 @@
+#include "ddx/byte_sizes.h"
 #include "launcher/launch_options.h"
 
 #include <arpa/inet.h>
@@ -13,7 +14,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "bandwidth/sizes.h"
 #include "ddx/errors.h"
 
 namespace ddx::launcher {
@@ -106,7 +106,7 @@ void validate(LaunchOptions& o) {
   if (o.tee && o.log_dir.empty()) throw UsageError("ddx launch: --tee needs --log-dir");
   if (!o.shm_size.empty()) {
     // Parsed here, not handed to mount(2) as text, where a comma would add mount options.
-    o.shm_bytes = bw::parse_bytes("ddx launch: --shm-size", o.shm_size);
+    o.shm_bytes = ddx::parse_bytes("ddx launch: --shm-size", o.shm_size);
     if (o.shm_bytes == 0) {
       throw UsageError("ddx launch: --shm-size " + o.shm_size + " must be above 0 (tmpfs reads size 0 as no limit)");
     }

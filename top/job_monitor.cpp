@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "ddx/outliers.h"
 #include "ddx/text.h"
 #include "ddx/watchdog.h"
 
@@ -24,12 +25,6 @@ std::string fixed(double v, int digits) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 template <typename T>
@@ -56,89 +51,104 @@ std::string last_collective(const RankRow& r) {
 
 }  // namespace
 
+// One refresh: the rows from the heartbeats, then each alarm family in turn.
 void JobMonitor::observe_job(const std::map<int, std::string>& heartbeats, int world_size, int64_t now_steady_ms,
                              int64_t now_unix_ms, Screen& screen) {
   screen.world_size = world_size;
-  int64_t interval_ms = 1000;
-  std::vector<RankRow> rows;
-  std::vector<bool> stale(world_size, false);
-  std::map<int, json> docs;
-  for (int rank = 0; rank < world_size; ++rank) {
+  Refresh f;
+  f.world_size = world_size;
+  f.now_steady_ms = now_steady_ms;
+  f.now_unix_ms = now_unix_ms;
+  read_rows(heartbeats, f);
+  f.stall_ms = options_.stall_after.count() > 0 ? options_.stall_after.count() : 2 * f.interval_ms;
+  flag_stalled(f, screen);
+  flag_behind(f, screen);
+  flag_stragglers(f, screen);
+  screen.ranks = std::move(f.rows);
+}
+
+// Each rank's row from its heartbeat, and its track (counter, step, the compute-time window,
+// the tokens/s history) brought up to this refresh.
+void JobMonitor::read_rows(const std::map<int, std::string>& heartbeats, Refresh& f) {
+  f.stale.assign(f.world_size, false);
+  for (int rank = 0; rank < f.world_size; ++rank) {
     RankRow row;
     row.rank = rank;
     auto it = heartbeats.find(rank);
     json hb = it == heartbeats.end() ? json() : json::parse(it->second, nullptr, false);
     Track& t = tracks_[rank];
     if (hb.is_object()) {
-      docs[rank] = hb;
+      f.docs[rank] = hb;
       row.has_heartbeat = true;
       row.host = hb.value("host", "");
       row.pid = hb.value("pid", 0);
       row.last_op = hb.value("last_op", "");
       row.last_op_state = hb.value("last_op_state", "");
       row.in_flight_op = hb.value("op", "");
-      if (hb.value("interval_ms", int64_t{0}) > 0) interval_ms = hb["interval_ms"].get<int64_t>();
+      if (hb.value("interval_ms", int64_t{0}) > 0) f.interval_ms = hb["interval_ms"].get<int64_t>();
       const uint64_t counter = hb.value("n", uint64_t{0});
       if (t.polls++ == 0 || counter != t.counter) {
         t.counter = counter;
-        t.counter_changed_ms = now_steady_ms;
+        t.counter_changed_ms = f.now_steady_ms;
       }
-      row.heartbeat_age_ms = std::max<int64_t>(0, now_unix_ms - hb.value("unix_ms", now_unix_ms));
-      if (hb.contains("train") && hb["train"].is_object()) {
-        const json& tr = hb["train"];
-        row.has_train = true;
-        row.step = tr.value("step", int64_t{0});
-        row.total_steps = tr.value("total_steps", int64_t{0});
-        row.tokens_per_s = tr.value("tokens_per_s", 0.0);
-        row.step_ms = tr.value("step_ms", 0.0);
-        row.comm_wait_ms = tr.value("comm_wait_ms", 0.0);
-        row.rss_bytes = tr.value("rss_bytes", int64_t{0});
-        if (row.step != t.step) {
-          t.step = row.step;
-          t.step_changed_ms = now_steady_ms;
-        }
-        t.window.push_back({now_steady_ms, row.step, tr.value("total_step_s", 0.0), tr.value("total_comm_wait_s", 0.0)});
-        keep_last(t.window, static_cast<size_t>(options_.window_polls) + 1);
-        const Sample& a = t.window.front();
-        const Sample& b = t.window.back();
-        if (b.step > a.step) {
-          row.compute_ms = 1e3 * ((b.total_step_s - b.total_comm_s) - (a.total_step_s - a.total_comm_s)) /
-                           static_cast<double>(b.step - a.step);
-        } else if (row.step > 0) {
-          row.compute_ms = row.step_ms - row.comm_wait_ms;  // one sample: the last step's
-        }
-        t.tokens.push_back(row.tokens_per_s);
-        keep_last(t.tokens, static_cast<size_t>(options_.history));
-      }
+      row.heartbeat_age_ms = std::max<int64_t>(0, f.now_unix_ms - hb.value("unix_ms", f.now_unix_ms));
+      if (hb.contains("train") && hb["train"].is_object()) read_training(hb["train"], f.now_steady_ms, t, row);
       row.tokens_history.assign(t.tokens.begin(), t.tokens.end());
     }
-    rows.push_back(row);
+    f.rows.push_back(row);
   }
-  const int64_t stall_ms = options_.stall_after.count() > 0 ? options_.stall_after.count() : 2 * interval_ms;
+}
 
-  // Stalled heartbeats: stale by the rank's own clock or by ours, and not renewed since the
-  // last refresh.
-  int fresh = 0;
+void JobMonitor::read_training(const json& tr, int64_t now_steady_ms, Track& t, RankRow& row) const {
+  row.has_train = true;
+  row.step = tr.value("step", int64_t{0});
+  row.total_steps = tr.value("total_steps", int64_t{0});
+  row.tokens_per_s = tr.value("tokens_per_s", 0.0);
+  row.step_ms = tr.value("step_ms", 0.0);
+  row.comm_wait_ms = tr.value("comm_wait_ms", 0.0);
+  row.rss_bytes = tr.value("rss_bytes", int64_t{0});
+  if (row.step != t.step) {
+    t.step = row.step;
+    t.step_changed_ms = now_steady_ms;
+  }
+  t.window.push_back({now_steady_ms, row.step, tr.value("total_step_s", 0.0), tr.value("total_comm_wait_s", 0.0)});
+  keep_last(t.window, static_cast<size_t>(options_.window_polls) + 1);
+  const Sample& a = t.window.front();
+  const Sample& b = t.window.back();
+  if (b.step > a.step) {
+    row.compute_ms = 1e3 * ((b.total_step_s - b.total_comm_s) - (a.total_step_s - a.total_comm_s)) /
+                     static_cast<double>(b.step - a.step);
+  } else if (row.step > 0) {
+    row.compute_ms = row.step_ms - row.comm_wait_ms;  // one sample: the last step's
+  }
+  t.tokens.push_back(row.tokens_per_s);
+  keep_last(t.tokens, static_cast<size_t>(options_.history));
+}
+
+// stalled, missing and silent. A heartbeat is stale by the rank's own clock or by ours, and
+// not renewed since the last refresh.
+void JobMonitor::flag_stalled(Refresh& f, Screen& screen) {
+  std::vector<RankRow>& rows = f.rows;
   for (RankRow& row : rows) {
     if (!row.has_heartbeat) continue;
     const Track& t = tracks_[row.rank];
-    const bool renewed_now = t.polls > 1 && t.counter_changed_ms == now_steady_ms;
-    const int64_t silent = now_steady_ms - t.counter_changed_ms;
-    stale[row.rank] = !renewed_now && (row.heartbeat_age_ms > stall_ms || silent > stall_ms + interval_ms);
-    if (!stale[row.rank]) ++fresh;
+    const bool renewed_now = t.polls > 1 && t.counter_changed_ms == f.now_steady_ms;
+    const int64_t silent = f.now_steady_ms - t.counter_changed_ms;
+    f.stale[row.rank] = !renewed_now && (row.heartbeat_age_ms > f.stall_ms || silent > f.stall_ms + f.interval_ms);
+    if (!f.stale[row.rank]) ++f.fresh;
   }
-  std::vector<int> stalled_ranks, missing;
+  std::vector<int> missing;
   for (RankRow& row : rows) {
     if (!row.has_heartbeat) {
       missing.push_back(row.rank);
       continue;
     }
-    if (!stale[row.rank] || fresh == 0) continue;
+    if (!f.stale[row.rank] || f.fresh == 0) continue;
     row.stalled = true;
-    stalled_ranks.push_back(row.rank);
+    ++f.stalled;
     std::vector<int> advancing;
     for (const RankRow& o : rows) {
-      if (o.has_heartbeat && !stale[o.rank]) advancing.push_back(o.rank);
+      if (o.has_heartbeat && !f.stale[o.rank]) advancing.push_back(o.rank);
     }
     screen.alarms.push_back({"stalled", row.rank, row.host,
                              rank_name(row) + " stalled: no heartbeat for " + seconds(row.heartbeat_age_ms) +
@@ -150,7 +160,7 @@ void JobMonitor::observe_job(const std::map<int, std::string>& heartbeats, int w
       screen.alarms.push_back({"missing", r, "", "rank " + std::to_string(r) + " has published no heartbeat"});
     }
   }
-  if (fresh == 0 && !docs.empty()) {
+  if (f.fresh == 0 && !f.docs.empty()) {
     int64_t youngest = -1;
     for (const RankRow& row : rows) {
       if (row.has_heartbeat && (youngest < 0 || row.heartbeat_age_ms < youngest)) youngest = row.heartbeat_age_ms;
@@ -158,69 +168,71 @@ void JobMonitor::observe_job(const std::map<int, std::string>& heartbeats, int w
     screen.alarms.push_back({"silent", -1, "", "no rank's heartbeat has changed for " + seconds(youngest) +
                                                    ": the job ended, or the host of its store is frozen"});
   }
+}
 
-  // Behind: every live rank's step stopped for longer than the stall time, and some ranks wait
-  // in a collective that this rank has not reached.
-  // A stalled rank is the culprit already; the others are only waiting for it.
-  bool steps_stopped = fresh > 0 && stalled_ranks.empty();
+// Behind: every live rank's step stopped for longer than the stall time, and some ranks wait
+// in a collective that this rank has not reached.
+// A stalled rank is the culprit already; the others are only waiting for it.
+void JobMonitor::flag_behind(Refresh& f, Screen& screen) {
+  std::vector<RankRow>& rows = f.rows;
+  bool steps_stopped = f.fresh > 0 && f.stalled == 0;
   for (const RankRow& row : rows) {
-    if (!row.has_heartbeat || stale[row.rank]) continue;
+    if (!row.has_heartbeat || f.stale[row.rank]) continue;
     const Track& t = tracks_[row.rank];
-    if (!row.has_train || now_steady_ms - t.step_changed_ms <= stall_ms || t.window.size() < 2) steps_stopped = false;
+    if (!row.has_train || f.now_steady_ms - t.step_changed_ms <= f.stall_ms || t.window.size() < 2) steps_stopped = false;
   }
-  if (steps_stopped) {
-    std::set<std::string> groups;
-    for (const auto& [rank, hb] : docs) {
-      if (hb.contains("groups") && hb["groups"].is_object()) {
-        for (auto it = hb["groups"].begin(); it != hb["groups"].end(); ++it) groups.insert(it.key());
-      }
-    }
-    for (const std::string& group : groups) {
-      uint64_t front = 0;
-      bool someone_waits = false;
-      for (const auto& [rank, hb] : docs) {
-        if (const json* g = group_of(hb, group)) front = std::max(front, g->at(0).get<uint64_t>());
-      }
-      std::vector<int> behind;
-      for (const auto& [rank, hb] : docs) {
-        const json* g = group_of(hb, group);
-        if (!g) continue;
-        if (g->at(0).get<uint64_t>() == front && g->at(3).get<int>() > 0) someone_waits = true;
-        // Short of the front and not waiting in a collective of this group: busy elsewhere.
-        if (g->at(0).get<uint64_t>() < front && g->at(3).get<int>() == 0 && !stale[rank]) behind.push_back(rank);
-      }
-      if (!someone_waits) continue;
-      std::map<int, std::string> texts;
-      for (const auto& [rank, hb] : docs) texts[rank] = hb.dump();
-      const std::string summary = desync_summary(group, texts, world_size, now_unix_ms);
-      for (int r : behind) {
-        rows[r].behind = true;
-        screen.alarms.push_back({"behind", r, rows[r].host,
-                                 rank_name(rows[r]) + " is behind: " + summary + "; " + last_collective(rows[r])});
-      }
+  if (!steps_stopped) return;
+  std::set<std::string> groups;
+  for (const auto& [rank, hb] : f.docs) {
+    if (hb.contains("groups") && hb["groups"].is_object()) {
+      for (auto it = hb["groups"].begin(); it != hb["groups"].end(); ++it) groups.insert(it.key());
     }
   }
+  for (const std::string& group : groups) {
+    uint64_t front = 0;
+    bool someone_waits = false;
+    for (const auto& [rank, hb] : f.docs) {
+      if (const json* g = group_of(hb, group)) front = std::max(front, g->at(0).get<uint64_t>());
+    }
+    std::vector<int> behind;
+    for (const auto& [rank, hb] : f.docs) {
+      const json* g = group_of(hb, group);
+      if (!g) continue;
+      if (g->at(0).get<uint64_t>() == front && g->at(3).get<int>() > 0) someone_waits = true;
+      // Short of the front and not waiting in a collective of this group: busy elsewhere.
+      if (g->at(0).get<uint64_t>() < front && g->at(3).get<int>() == 0 && !f.stale[rank]) behind.push_back(rank);
+    }
+    if (!someone_waits) continue;
+    std::map<int, std::string> texts;
+    for (const auto& [rank, hb] : f.docs) texts[rank] = hb.dump();
+    const std::string summary = desync_summary(group, texts, f.world_size, f.now_unix_ms);
+    for (int r : behind) {
+      rows[r].behind = true;
+      screen.alarms.push_back({"behind", r, rows[r].host,
+                               rank_name(rows[r]) + " is behind: " + summary + "; " + last_collective(rows[r])});
+    }
+  }
+}
 
-  // Stragglers, among the ranks that train and are not stalled.
+// Stragglers, among the ranks that train and are not stalled.
+void JobMonitor::flag_stragglers(Refresh& f, Screen& screen) const {
   std::vector<double> computes;
-  for (const RankRow& row : rows) {
+  for (const RankRow& row : f.rows) {
     if (row.compute_ms >= 0 && !row.stalled) computes.push_back(row.compute_ms);
   }
-  if (computes.size() >= 2) {
-    const double m = median(computes);
-    for (RankRow& row : rows) {
-      if (row.stalled || row.compute_ms < 0) continue;
-      if (row.compute_ms > options_.straggler_factor * m && row.compute_ms - m >= 1.0) {
-        row.straggler = true;
-        screen.alarms.push_back({"straggler", row.rank, row.host,
-                                 rank_name(row) + " is a straggler: " + fixed(row.compute_ms, 1) +
-                                     " ms per step outside collectives vs a median of " + fixed(m, 1) + " ms (" +
-                                     fixed(row.compute_ms / std::max(m, 1e-9), 1) + "x > --straggler-factor " +
-                                     fixed(options_.straggler_factor, 2) + ")"});
-      }
+  if (computes.size() < 2) return;
+  const double m = median(computes);
+  for (RankRow& row : f.rows) {
+    if (row.stalled || row.compute_ms < 0) continue;
+    if (row.compute_ms > options_.straggler_factor * m && row.compute_ms - m >= 1.0) {
+      row.straggler = true;
+      screen.alarms.push_back({"straggler", row.rank, row.host,
+                               rank_name(row) + " is a straggler: " + fixed(row.compute_ms, 1) +
+                                   " ms per step outside collectives vs a median of " + fixed(m, 1) + " ms (" +
+                                   fixed(row.compute_ms / std::max(m, 1e-9), 1) + "x > --straggler-factor " +
+                                   fixed(options_.straggler_factor, 2) + ")"});
     }
   }
-  screen.ranks = std::move(rows);
 }
 
 void JobMonitor::observe_nodes(Screen& screen) {

@@ -21,6 +21,9 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "top/top_model.h"
 
@@ -60,6 +63,23 @@ class JobMonitor {
     std::deque<Sample> window;
     std::deque<double> tokens;
   };
+  // What one refresh of the job has found so far, handed from one alarm family to the next.
+  struct Refresh {
+    int world_size = 0;
+    int64_t now_steady_ms = 0, now_unix_ms = 0;
+    int64_t interval_ms = 1000;  // the ranks' heartbeat interval, as they publish it
+    int64_t stall_ms = 0;
+    std::vector<RankRow> rows;
+    std::map<int, nlohmann::json> docs;  // the heartbeats that parsed
+    std::vector<bool> stale;             // per rank
+    int fresh = 0, stalled = 0;          // ranks with a live heartbeat; ranks flagged stalled
+  };
+  void read_rows(const std::map<int, std::string>& heartbeats, Refresh& f);
+  void read_training(const nlohmann::json& train, int64_t now_steady_ms, Track& t, RankRow& row) const;
+  void flag_stalled(Refresh& f, Screen& screen);
+  void flag_behind(Refresh& f, Screen& screen);
+  void flag_stragglers(Refresh& f, Screen& screen) const;
+
   struct NodeMemo {
     std::deque<double> power_pct;
     std::deque<int> gpu_processes, processes;

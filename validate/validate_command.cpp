@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <memory>
 
-#include "bandwidth/sizes.h"
 #include "cli/commands.h"
 #include "ddx/atomic_file.h"
+#include "ddx/byte_sizes.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
+#include "ddx/run_process.h"
 #include "ddx/text.h"
-#include "parity/run_process.h"
 #include "validate/expectations.h"
 #include "validate/link_types.h"
 #include "validate/validate.h"
@@ -114,7 +114,7 @@ void add_fraction_of_peak(const validate::ValidateOptions& o, const std::vector<
 void analyze_traces(const validate::ValidateOptions& o, validate::StageResult& r) {
   const std::string traces = o.out_dir + "/traces";
   if (!std::filesystem::exists(traces)) return;
-  parity::run_process({parity::self_executable(), "analyze", traces}, {}, o.out_dir + "/analyze.log", 120);
+  run_process({self_executable(), "analyze", traces}, {}, o.out_dir + "/analyze.log", 120);
   // The analyzer's one verdict line ("VERDICT: never-joined: rank 1 ...") becomes the summary.
   std::ifstream log(o.out_dir + "/analyze.log");
   for (std::string line; std::getline(log, line);) {
@@ -157,7 +157,7 @@ int run_validate(const validate::ValidateOptions& o) {
                      ", but it launches every stage's ranks itself: run it once, outside the launcher (ddx validate "
                      "--np N, or --launcher \"srun\" / \"mpiexec -n N\" from one process)");
   }
-  const size_t max_bytes = bw::parse_bytes("--max-bytes", o.max_bytes);  // bad input stops before any stage
+  const size_t max_bytes = ddx::parse_bytes("--max-bytes", o.max_bytes);  // bad input stops before any stage
   if (!o.expect.empty()) {  // so does a bad --expect, or one the sweep cannot judge
     const validate::Expectation e = validate::parse_expect(o.expect);
     const std::string small = validate::too_small_for(e, static_cast<double>(max_bytes));
@@ -170,7 +170,7 @@ int run_validate(const validate::ValidateOptions& o) {
   const std::map<std::string, validate::Figure> baseline =
       o.baseline_path.empty() ? std::map<std::string, validate::Figure>{} : validate::read_baseline(o.baseline_path);
   std::filesystem::create_directories(o.out_dir);
-  const auto stages = validate::plan_stages(o, parity::self_executable());
+  const auto stages = validate::plan_stages(o, self_executable());
   std::vector<validate::StageResult> results;
   bool failed = false;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -185,7 +185,7 @@ int run_validate(const validate::ValidateOptions& o) {
     std::fflush(stdout);
     r.ran = true;
     r.log = log_name(stage.name);
-    const auto outcome = parity::run_process(stage.argv, stage.env, o.out_dir + "/" + r.log, o.stage_timeout_s);
+    const auto outcome = run_process(stage.argv, stage.env, o.out_dir + "/" + r.log, o.stage_timeout_s);
     r.exit_code = outcome.exit_code;
     r.timed_out = outcome.timed_out;
     r.seconds = outcome.seconds;

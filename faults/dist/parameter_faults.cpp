@@ -1,4 +1,4 @@
-#include "faults/parameter_faults.h"
+#include "faults/dist/parameter_faults.h"
 
 #include <ATen/ATen.h>
 

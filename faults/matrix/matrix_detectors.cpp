@@ -15,9 +15,9 @@
 #include <iterator>
 #include <string>
 
+#include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "faults/matrix/matrix.h"
-#include "parity/run_process.h"
 
 namespace ddx::faults::matrix {
 namespace {
@@ -123,7 +123,7 @@ Finding watchdog_and_analyzer(const JobEvidence& job) {
   const std::string traces = job.dir + "/traces";
   if (!std::filesystem::is_directory(traces)) return f;  // nothing was dumped
   const std::string out = job.dir + "/analyze.json";
-  parity::run_process({parity::self_executable(), "analyze", "--json", traces}, {}, out, 120);
+  run_process({self_executable(), "analyze", "--json", traces}, {}, out, 120);
   std::ifstream in(out);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t brace = text.find("\n{") == std::string::npos ? text.find('{') : text.find("\n{") + 1;

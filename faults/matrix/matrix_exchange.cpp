@@ -52,7 +52,7 @@ std::string agree_to_run(const Options& o, const std::string& name, const std::s
   return o.nodes->broadcast("run-answer/" + name, refused);
 }
 
-void merge_parts(const Options& o, const std::string& name, parity::ProcessOutcome& outcome, JobEvidence& evidence,
+void merge_parts(const Options& o, const std::string& name, ProcessOutcome& outcome, JobEvidence& evidence,
                  int& leftover) {
   if (o.nodes == nullptr) return;
   json mine = {{"exit_code", outcome.exit_code}, {"timed_out", outcome.timed_out}, {"seconds", outcome.seconds},

@@ -6,8 +6,8 @@
 // evidence. Then node 0's verdict goes back. Each call is one exchange, named by the job.
 #include <string>
 
+#include "ddx/run_process.h"
 #include "faults/matrix/matrix.h"
-#include "parity/run_process.h"
 
 namespace ddx::faults::matrix {
 
@@ -20,7 +20,7 @@ std::string agree_to_run(const Options& o, const std::string& name, const std::s
 // order the nodes saw them, each node timing from its own start of the job), the first failing
 // exit status, a time-out anywhere, the leftovers of all, and their flight-recorder dumps copied
 // into `evidence.dir`/traces. Elsewhere: sends this node's part, changes nothing.
-void merge_parts(const Options& o, const std::string& name, parity::ProcessOutcome& outcome, JobEvidence& evidence,
+void merge_parts(const Options& o, const std::string& name, ProcessOutcome& outcome, JobEvidence& evidence,
                  int& leftover);
 
 // Node 0's verdict on job `name` (JSON text), on every node.

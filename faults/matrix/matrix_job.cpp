@@ -18,12 +18,12 @@
 #include <thread>
 #include <tuple>
 
-#include "buserror/shm_namespace.h"
 #include "ddx/processes.h"
+#include "ddx/run_process.h"
+#include "ddx/shm_namespace.h"
 #include "ddx/text.h"
 #include "faults/matrix/matrix.h"
 #include "faults/matrix/matrix_exchange.h"
-#include "parity/run_process.h"
 #include "train/checkpoint.h"
 
 namespace ddx::faults::matrix {
@@ -146,7 +146,7 @@ std::vector<std::string> detector_flags(const Options& o, const std::vector<std:
 // shm_size: a private /dev/shm of that size for the job (empty: the node's). Across nodes the
 // job's launchers rendezvous one port above the matrix's own store.
 std::vector<std::string> launch_argv(const Options& o, int restarts, const std::string& shm_size = "") {
-  const std::string ddx = parity::self_executable();
+  const std::string ddx = self_executable();
   std::vector<std::string> argv = {ddx, "launch", "--nproc-per-node", std::to_string(o.nproc), "--max-restarts",
                                    std::to_string(restarts), "--grace-period", "2"};
   if (o.nnodes > 1) {
@@ -163,7 +163,7 @@ std::vector<std::string> train_argv(const Options& o, const std::string& dir, co
                                     const std::string& shm_size = "") {
   std::vector<std::string> argv = launch_argv(o, restarts, shm_size);
   const std::vector<std::string> train = {
-      parity::self_executable(), "train", "--strategy", o.strategy, "-m", o.model, "-s", "32", "--seed", "7",
+      self_executable(), "train", "--strategy", o.strategy, "-m", o.model, "-s", "32", "--seed", "7",
       "--lr", "3e-3", "--max-steps", std::to_string(o.max_steps), "--ckpt-freq", std::to_string(o.ckpt_freq),
       "-e", "run", "--save-dir", save_dir(o, dir), "--metrics-file", dir + "/metrics.jsonl", "--log-freq", "1",
       "--no-progress", "--collective-timeout", seconds_text(o.collective_timeout_s), "--trace-dir", dir + "/traces",
@@ -180,14 +180,14 @@ std::vector<std::string> train_argv(const Options& o, const std::string& dir, co
 // JSON goes into the row's folder, which puts the folder in its command line for the leftover count.
 std::vector<std::string> pairs_argv(const Options& o, const std::string& dir) {
   std::vector<std::string> argv = launch_argv(o, 0);
-  const std::vector<std::string> probe = {parity::self_executable(), "probe", "bandwidth", "--engine", "gloo",
+  const std::vector<std::string> probe = {self_executable(), "probe", "bandwidth", "--engine", "gloo",
                                           "--pairs", "-e", "1M", "-n", "5", "--json", dir + "/bandwidth.json"};
   argv.insert(argv.end(), probe.begin(), probe.end());
   return argv;
 }
 
 struct Job {
-  parity::ProcessOutcome outcome;
+  ProcessOutcome outcome;
   JobEvidence evidence;
   int leftover = 0;
   std::string log;
@@ -214,7 +214,7 @@ Job run_job(const Options& o, const std::string& name, const std::string& dir, c
   Job job;
   job.log = dir + "/output.txt";
   LogWatcher watcher(job.log);
-  job.outcome = parity::run_process(argv, env, job.log, o.row_timeout_s, [&watcher]() { watcher.poll(); });
+  job.outcome = run_process(argv, env, job.log, o.row_timeout_s, [&watcher]() { watcher.poll(); });
   job.evidence.lines = watcher.finish();
   job.evidence.dir = dir;
   job.leftover = count_and_kill_leftovers(dir) + job.outcome.left_in_group;

@@ -16,14 +16,15 @@
 #include <string>
 #include <thread>
 
-#include "bandwidth/sizes.h"
 #include "buserror/shm_model.h"
-#include "buserror/shm_namespace.h"
-#include "buserror/shm_segments.h"
 #include "cli/commands.h"
+#include "ddx/byte_sizes.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/rendezvous.h"
+#include "ddx/run_process.h"
+#include "ddx/shm_namespace.h"
+#include "ddx/shm_segments.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"
 
@@ -62,7 +63,7 @@ std::pair<std::string, std::string> prepare_shm(const BuserrorFlags& f, bool pri
     return {f.shm_dir, f.shm_dir + " (tmpfs named by --shm-dir, " + shm::mib(space.size_bytes) + ")"};
   }
   if (!private_wanted) return {"/dev/shm", "/dev/shm (this machine's own)"};
-  const uint64_t bytes = bw::parse_bytes("--shm-size", f.shm_size.empty() ? kDockerDefault : f.shm_size);
+  const uint64_t bytes = ddx::parse_bytes("--shm-size", f.shm_size.empty() ? kDockerDefault : f.shm_size);
   if (bytes == 0) throw UsageError("--shm-size 0 must be above 0 (tmpfs reads size 0 as no limit)");
   if (const std::string why = shm::shrink_dev_shm(bytes); !why.empty()) {
     throw UsageError("cannot give this probe a private /dev/shm (" + why + "): it needs root "
@@ -103,13 +104,6 @@ int run_worker(const BuserrorFlags& f) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-}
-
-std::string self_executable() {
-  char path[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) throw std::runtime_error("cannot read /proc/self/exe");
-  return std::string(path, static_cast<size_t>(n));
 }
 
 int reproduce(BuserrorFlags f) {

@@ -23,6 +23,7 @@
 #include "ddx/flight_recorder.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
+#include "ddx/run_process.h"
 #include "hang_scenarios.h"
 
 namespace ddx::cli {
@@ -40,13 +41,6 @@ struct HangFlags {
   bool quiet = false;
   bool worker = false;
 };
-
-std::string self_exe() {
-  char path[4096] = {};
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the ddx executable (/proc/self/exe)");
-  return std::string(path, static_cast<size_t>(n));
-}
 
 std::string make_trace_dir() {
   const char* tmp = std::getenv("TMPDIR");
@@ -148,7 +142,7 @@ int run_probe(const HangFlags& f) {
   probes::HangJob job = job_from(f);
   validate(f, job);
   const std::string dir = f.trace_dir.empty() ? make_trace_dir() : f.trace_dir;
-  const std::string exe = self_exe();
+  const std::string exe = self_executable();
   const bool healthy = job.scenario == probes::HangScenario::Healthy;
   std::printf("ddx probe hang: scenario %s%s, %d ranks, %s, collective timeout %s, trace dir %s\n",
               f.scenario.c_str(), healthy ? "" : (", culprit rank " + std::to_string(f.culprit)).c_str(), f.np,

@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "bandwidth/sizes.h"
 #include "cli/commands.h"
+#include "ddx/byte_sizes.h"
 #include "node/rank_probe.h"
 
 namespace ddx::cli {
@@ -46,7 +46,7 @@ node::Kernel transfer(std::shared_ptr<torch::Tensor> from, std::shared_ptr<torch
 }
 
 std::vector<node::Kernel> stream_kernels(const MemoryFlags& f, const node::Placement& where) {
-  const int64_t elements = static_cast<int64_t>(bw::parse_bytes("--array-bytes", f.array_bytes) / sizeof(double));
+  const int64_t elements = static_cast<int64_t>(ddx::parse_bytes("--array-bytes", f.array_bytes) / sizeof(double));
   auto host = torch::TensorOptions().dtype(torch::kFloat64);
   std::vector<node::Kernel> kernels;
   if (!where.cuda) {
@@ -83,7 +83,7 @@ Subcommand add_memory_command(CLI::App& probe) {
             ->capture_default_str()
             ->check([](const std::string& text) -> std::string {
               try {
-                return bw::parse_bytes("--array-bytes", text) < 1024 ? "at least 1K" : "";
+                return ddx::parse_bytes("--array-bytes", text) < 1024 ? "at least 1K" : "";
               } catch (const std::exception& e) {
                 return e.what();
               }

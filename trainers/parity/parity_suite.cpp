@@ -11,13 +11,13 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "ddx/version.h"
 #include "models/model_config.h"
 #include "parity/curves.h"
 #include "parity/parity.h"
 #include "parity/report.h"
-#include "parity/run_process.h"
 
 namespace ddx::parity {
 namespace {

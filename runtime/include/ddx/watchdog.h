@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -122,6 +123,8 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
 // "all_reduce(sum) #4 on group world (float32 [1024], at 'step 4 grads')"
 std::string describe_op(const OpRecord& r);
 
+class StoreLost;  // ddx/store_lost.h
+
 class Watchdog {
  public:
   // `identity`: rank, world size, host, pid, job id (reason and triggers are filled per dump).
@@ -156,7 +159,23 @@ class Watchdog {
     std::string group;    // of the op, for the summary; empty for a dead peer
   };
   void watch_loop();
+  // The heartbeat thread (watchdog_heartbeat.cpp), one step per function.
+  struct HeartbeatRound {
+    std::vector<std::string> requests;  // our dump requests to announce
+    std::vector<int64_t> dumped;        // requests we have dumped for
+    bool collect = false;               // a summary waits for every rank's heartbeat
+    uint64_t counter = 0;               // our heartbeat's sequence number
+    int64_t marked_upto = 0;            // requests marked dumped in the store
+    bool store_lost = false;
+    int64_t timeout_us = 0;             // a peer's heartbeat older than this: dead
+  };
   void heartbeat_loop();
+  void relay_own_dumps(HeartbeatRound& round);
+  void publish_heartbeat(HeartbeatRound& round);
+  void take_peer_requests();
+  void read_peer_heartbeats(HeartbeatRound& round);
+  void on_store_lost(const StoreLost& e, HeartbeatRound& round);
+  void on_store_error(const std::exception& e, HeartbeatRound& round);
   void handle_fatal(const Fatal& fatal);
   void handle_dump_requests();
   void check_timeouts();

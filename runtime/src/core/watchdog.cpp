@@ -1,8 +1,8 @@
-// The watchdog's two threads. The watch thread never touches the store: it polls the flight
-// recorder for ops past the timeout, reacts to failures, signals and requests, and writes
-// dumps. The heartbeat thread does every store round trip (publish our heartbeat, look for
-// dump requests, read peers' heartbeats), so a store that hangs or vanishes can delay only
-// the peer information, never the dump.
+// The watchdog's watch thread, and what starts and stops both threads. The watch thread never
+// touches the store: it polls the flight recorder for ops past the timeout, reacts to
+// failures, signals and requests, and writes dumps. The heartbeat thread
+// (watchdog_heartbeat.cpp) does every store round trip, so a store that hangs or vanishes can
+// delay only the peer information, never the dump.
 #include "ddx/watchdog.h"
 
 #include <signal.h>
@@ -20,11 +20,13 @@
 #include "ddx/error_report.h"
 #include "ddx/log.h"
 #include "ddx/store_lost.h"
+#include "watchdog_detail.h"
 
 namespace ddx {
 namespace {
 
 using nlohmann::json;
+using watchdog_detail::first_line;
 using Clock = std::chrono::steady_clock;
 
 // Signal handlers only set flags; the watch thread does the work at its next tick.
@@ -57,11 +59,6 @@ void on_terminate() {
   std::abort();
 }
 
-std::string first_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
-}
-
 int64_t file_mtime_ns(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -71,6 +68,13 @@ int64_t file_mtime_ns(const std::string& path) {
 std::string request_file(const std::string& dir) { return dir + "/ddx-fr-request.json"; }
 
 }  // namespace
+
+namespace watchdog_detail {
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+}  // namespace watchdog_detail
 
 Watchdog::Watchdog(FlightRecorder& recorder, HangOptions options, DumpContext identity,
                    std::unique_ptr<PeerChannel> channel)
@@ -400,147 +404,6 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
       dump(fatal.reason);
       log::error("ddx watchdog: keeping the rank alive (--on-timeout wait): attach a debugger, or stop the job");
       break;
-  }
-}
-
-void Watchdog::heartbeat_loop() {
-  uint64_t counter = 0;
-  int64_t marked_upto = 0;
-  bool store_lost = false;  // reported once; the later rounds fail the same way
-  const int64_t hb_timeout_us = options_.effective_heartbeat_timeout().count() * 1000;
-  for (;;) {
-    std::vector<std::string> requests;
-    std::vector<int64_t> dumped;
-    bool collect = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_heartbeat_.wait_for(lock, options_.heartbeat_interval, [&] {
-        return stopping_ || collect_requested_ || !outgoing_requests_.empty() ||
-               !outgoing_dumped_.empty();
-      });
-      if (stopping_) return;
-      requests.swap(outgoing_requests_);
-      dumped.swap(outgoing_dumped_);
-      collect = collect_requested_;
-      collect_requested_ = false;
-    }
-    try {
-      // A dump marks every request up to the one it served: a rank that dumped for its own
-      // timeout at the same moment counts for a concurrent request of another rank.
-      auto mark_upto = [&](int64_t generation) {
-        for (int64_t g = marked_upto + 1; g <= generation; ++g) channel_->mark_dumped(g);
-        marked_upto = std::max(marked_upto, generation);
-      };
-      for (const std::string& request : requests) {
-        const int64_t generation = channel_->request_dump(request);
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          own_generation_ = generation;
-          handled_generation_ = std::max(handled_generation_, generation);
-          seen_generation_ = std::max(seen_generation_, generation);
-        }
-        mark_upto(generation);  // we dumped before asking
-      }
-      for (int64_t g : dumped) mark_upto(g);
-      const std::vector<OpRecord> in_flight = recorder_.in_flight();
-      std::optional<TrainProgress> train;
-      {
-        std::lock_guard<std::mutex> lock(train_mutex_);
-        train = train_;
-      }
-      channel_->publish_heartbeat(identity_.rank,
-                                  heartbeat_payload(++counter, identity_, recorder_.progress(), in_flight,
-                                                    recorder_.newest(), train, options_.heartbeat_interval));
-      const int64_t generation = channel_->dump_generation();
-      int64_t own = 0;
-      bool fresh = false;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        own = own_generation_;
-        fresh = generation > seen_generation_;
-      }
-      if (fresh) {
-        std::string text = channel_->dump_request(generation);
-        std::lock_guard<std::mutex> lock(mutex_);
-        seen_generation_ = std::max(seen_generation_, generation);
-        seen_request_ = text;
-        wake_watch_.notify_all();
-      }
-      if (own > 0) {
-        const int64_t count = channel_->dumped_count(own);
-        std::lock_guard<std::mutex> lock(mutex_);
-        peer_dumped_count_ = count;
-      }
-      // Rank 0 watches everyone's heartbeat; the others read them when asked (summaries).
-      if (identity_.rank == 0 || collect) {
-        std::map<int, std::string> peers = channel_->read_heartbeats(identity_.world_size);
-        const int64_t now_us = steady_now_us();
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (int r = 0; r < identity_.world_size; ++r) {
-          if (r == identity_.rank) continue;
-          uint64_t n = 0;
-          auto it = peers.find(r);
-          if (it != peers.end()) {
-            json hb = json::parse(it->second, nullptr, false);
-            if (hb.is_object()) n = hb.value("n", uint64_t{0});
-          }
-          auto seen = peer_counter_seen_.find(r);
-          if (seen == peer_counter_seen_.end() || seen->second.first != n) {
-            peer_counter_seen_[r] = {n, now_us};
-          } else if (identity_.rank == 0 && now_us - seen->second.second > hb_timeout_us &&
-                     declared_dead_.insert(r).second) {
-            std::string last = it == peers.end() ? "it never sent one" : "last: " + it->second;
-            pending_fatal_.push_back(
-                {"rank " + std::to_string(r) + "'s heartbeat stopped " +
-                     format_duration(std::chrono::milliseconds((now_us - seen->second.second) / 1000)) +
-                     " ago (" + first_line(last) + ")",
-                 ""});
-            wake_watch_.notify_all();
-          }
-        }
-        peers_ = std::move(peers);
-        peers_unix_ms_ = unix_now_ms();
-        ++collect_round_;
-        peers_error_.clear();
-        store_failing_since_us_ = 0;
-        wake_watch_.notify_all();
-      } else {
-        std::lock_guard<std::mutex> lock(mutex_);
-        peers_error_.clear();
-        store_failing_since_us_ = 0;
-      }
-    } catch (const StoreLost& e) {
-      // The connection broke and a TCPStore client never reconnects: waiting cannot help, so
-      // every rank that sees it stops now, in one line, rather than at the heartbeat timeout or
-      // (when the store is not needed again before the end) never.
-      const int64_t now_us = steady_now_us();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!store_failing_since_us_) store_failing_since_us_ = now_us;
-      if (collect) ++collect_round_;  // answer the waiting watch thread anyway
-      if (!store_lost) {
-        store_lost = true;
-        peers_error_ = e.cause();
-        const auto since = StoreLost::Clock::now() - std::chrono::microseconds(now_us - store_failing_since_us_);
-        pending_fatal_.push_back({StoreLost::line(e.store(), e.cause(), since), ""});
-      }
-      wake_watch_.notify_all();
-    } catch (const std::exception& e) {
-      const int64_t now_us = steady_now_us();
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (peers_error_.empty()) log::warn("ddx watchdog: store unreachable: ", first_line(e.what()));
-      peers_error_ = first_line(e.what());
-      if (!store_failing_since_us_) store_failing_since_us_ = now_us;
-      if (collect) ++collect_round_;  // answer the waiting watch thread anyway
-      if (now_us - store_failing_since_us_ > hb_timeout_us && identity_.rank != 0 &&
-          declared_dead_.insert(0).second) {
-        pending_fatal_.push_back(
-            {"the store hosted by rank 0 has been unreachable for " +
-                 format_duration(std::chrono::milliseconds((now_us - store_failing_since_us_) / 1000)) +
-                 " (" + peers_error_ + "): rank 0 is probably dead",
-             ""});
-      }
-      wake_watch_.notify_all();
-    }
   }
 }
 

@@ -1,4 +1,4 @@
-#include "buserror/shm_namespace.h"
+#include "ddx/shm_namespace.h"
 
 #include <sched.h>
 #include <sys/mount.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace ddx::parity {
+namespace ddx {
 
 struct ProcessOutcome {
   int exit_code = -1;   // -1: killed by a signal or timed out
@@ -26,4 +26,4 @@ std::string self_executable();
 // The last `n` lines of a file, for failure messages.
 std::string tail_lines(const std::string& path, int n);
 
-}  // namespace ddx::parity
+}  // namespace ddx

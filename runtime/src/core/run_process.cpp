@@ -1,4 +1,4 @@
-#include "parity/run_process.h"
+#include "ddx/run_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 #include "ddx/processes.h"
 
-namespace ddx::parity {
+namespace ddx {
 
 ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                            const std::string& log_path, double timeout_s,
@@ -82,4 +82,4 @@ std::string tail_lines(const std::string& path, int n) {
   return out;
 }
 
-}  // namespace ddx::parity
+}  // namespace ddx

@@ -1,4 +1,4 @@
-#include "buserror/shm_segments.h"
+#include "ddx/shm_segments.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
