@@ -26,13 +26,13 @@ Subcommand add_compute_command(CLI::App& probe);    // probes/node/compute_probe
 Subcommand add_memory_command(CLI::App& probe);     // probes/node/memory_probe.cpp
 Subcommand add_gpu_health_command(CLI::App& probe); // probes/gpu/gpu_health_command.cpp
 Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
-Subcommand add_parity_command(CLI::App& app);       // trainers/parity/parity_command.cpp
-Subcommand add_compare_command(CLI::App& app);      // trainers/parity/compare_command.cpp
+Subcommand add_parity_command(CLI::App& app);       // harness/parity/parity_command.cpp
+Subcommand add_compare_command(CLI::App& app);      // harness/parity/compare_command.cpp
 Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
 Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
-Subcommand add_validate_command(CLI::App& app);     // validate/validate_command.cpp
+Subcommand add_validate_command(CLI::App& app);     // harness/validate/validate_command.cpp
 Subcommand add_top_command(CLI::App& app);          // top/top_command.cpp
-Subcommand add_fault_matrix_command(CLI::App& fault);  // faults/matrix/matrix_command.cpp
+Subcommand add_fault_matrix_command(CLI::App& fault);  // harness/fault_matrix/matrix_command.cpp
 #endif
 
 }  // namespace ddx::cli

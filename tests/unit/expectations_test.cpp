@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "ddx/errors.h"
-#include "validate/expectations.h"
+#include "harness/validate/expectations.h"
 
 namespace ddx::validate {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ddx/errors.h"
-#include "validate/link_types.h"
+#include "harness/validate/link_types.h"
 
 namespace ddx::validate {
 namespace {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "ddx/errors.h"
-#include "validate/validate.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::validate {
 namespace {

@@ -15,9 +15,9 @@
 #include "ddx/errors.h"
 #include "ddx/run_process.h"
 #include "ddx/text.h"
-#include "validate/expectations.h"
-#include "validate/link_types.h"
-#include "validate/validate.h"
+#include "harness/validate/expectations.h"
+#include "harness/validate/link_types.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::cli {
 namespace {

@@ -13,7 +13,7 @@
 #include "ddx/errors.h"
 #include "ddx/outliers.h"
 #include "ddx/text.h"
-#include "validate/validate.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::validate {
 namespace {

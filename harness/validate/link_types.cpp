@@ -1,4 +1,4 @@
-#include "validate/link_types.h"
+#include "harness/validate/link_types.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ddx/run_process.h"
-#include "faults/matrix/matrix.h"
+#include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {
 

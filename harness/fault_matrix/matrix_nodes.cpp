@@ -1,6 +1,6 @@
 // The matrix processes' own TCPStore (matrix_nodes.h): node 0 serves, every node is a client.
 // Keys are "ddx-fault-matrix/<exchange>/<node>"; a get() blocks until the key is set.
-#include "faults/matrix/matrix_nodes.h"
+#include "harness/fault_matrix/matrix_nodes.h"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 

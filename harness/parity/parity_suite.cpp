@@ -14,10 +14,10 @@
 #include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "ddx/version.h"
+#include "harness/parity/curves.h"
+#include "harness/parity/parity.h"
+#include "harness/parity/report.h"
 #include "models/model_config.h"
-#include "parity/curves.h"
-#include "parity/parity.h"
-#include "parity/report.h"
 
 namespace ddx::parity {
 namespace {

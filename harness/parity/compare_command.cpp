@@ -16,8 +16,8 @@
 #include "ddx/errors.h"
 #include "ddx/svg_plot.h"
 #include "ddx/text.h"
-#include "parity/curve_files.h"
-#include "parity/curves.h"
+#include "harness/parity/curve_files.h"
+#include "harness/parity/curves.h"
 
 namespace ddx::cli {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/svg_plot.h"
-#include "validate/validate.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::validate {
 

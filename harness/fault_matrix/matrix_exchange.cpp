@@ -1,4 +1,4 @@
-#include "faults/matrix/matrix_exchange.h"
+#include "harness/fault_matrix/matrix_exchange.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +8,7 @@
 #include <iterator>
 
 #include "ddx/atomic_file.h"
-#include "faults/matrix/matrix_nodes.h"
+#include "harness/fault_matrix/matrix_nodes.h"
 
 namespace ddx::faults::matrix {
 namespace fs = std::filesystem;

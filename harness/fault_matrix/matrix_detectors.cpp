@@ -17,7 +17,7 @@
 
 #include "ddx/run_process.h"
 #include "ddx/text.h"
-#include "faults/matrix/matrix.h"
+#include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {
 namespace {

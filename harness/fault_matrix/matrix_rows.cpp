@@ -12,7 +12,7 @@
 // shm-full fills /dev/shm, so its job gets a private one of Docker's default size (never the
 // node's, which other jobs use); the rank's fatal-signal report names the full tmpfs, and the
 // fault's files go with the rank, so the restarted group finds the tmpfs free again.
-#include "faults/matrix/matrix.h"
+#include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {
 

@@ -1,4 +1,4 @@
-#include "validate/expectations.h"
+#include "harness/validate/expectations.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "ddx/errors.h"
-#include "parity/parity.h"
+#include "harness/parity/parity.h"
 
 namespace ddx::cli {
 

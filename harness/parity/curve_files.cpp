@@ -1,4 +1,4 @@
-#include "parity/curve_files.h"
+#include "harness/parity/curve_files.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "parity/report.h"
+#include "harness/parity/report.h"
 
 #include <nlohmann/json.hpp>
 

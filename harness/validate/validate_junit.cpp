@@ -7,7 +7,7 @@
 
 #include "ddx/junit.h"
 #include "ddx/text.h"
-#include "validate/validate.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::validate {
 namespace {

@@ -1,4 +1,4 @@
-#include "parity/curves.h"
+#include "harness/parity/curves.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "parity/curves.h"
+#include "harness/parity/curves.h"
 
 namespace ddx::parity {
 

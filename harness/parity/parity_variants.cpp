@@ -2,8 +2,8 @@
 // suite with one entry here (and its registration in the trainer's strategy registry).
 #include <algorithm>
 
+#include "harness/parity/parity.h"
 #include "models/model_config.h"
-#include "parity/parity.h"
 
 namespace ddx::parity {
 

@@ -7,7 +7,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/junit.h"
 #include "ddx/text.h"
-#include "faults/matrix/matrix.h"
+#include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {
 namespace {

@@ -2,7 +2,7 @@
 #include <numeric>
 
 #include "ddx/text.h"
-#include "validate/validate.h"
+#include "harness/validate/validate.h"
 
 namespace ddx::validate {
 namespace {

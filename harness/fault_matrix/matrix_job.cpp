@@ -22,8 +22,8 @@
 #include "ddx/run_process.h"
 #include "ddx/shm_namespace.h"
 #include "ddx/text.h"
-#include "faults/matrix/matrix.h"
-#include "faults/matrix/matrix_exchange.h"
+#include "harness/fault_matrix/matrix.h"
+#include "harness/fault_matrix/matrix_exchange.h"
 #include "train/checkpoint.h"
 
 namespace ddx::faults::matrix {

@@ -10,12 +10,12 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "ddx/errors.h"
 #include "ddx/env.h"
+#include "ddx/errors.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
-#include "faults/matrix/matrix.h"
-#include "faults/matrix/matrix_nodes.h"
+#include "harness/fault_matrix/matrix.h"
+#include "harness/fault_matrix/matrix_nodes.h"
 
 namespace ddx::cli {
 namespace {
