@@ -11,6 +11,7 @@
 #include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
+#include "ddx/job_events.h"
 #include "ddx/log.h"
 #include "faults/faults.h"
 
@@ -58,7 +59,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // One line naming the culprit, like every other bad input.
     const std::vector<std::string> args(argv + 1, argv + argc);
-    std::fprintf(stderr, "ddx: error: %s\n", ddx::cli::describe_parse_error(app, args, e).c_str());
+    const std::string message = ddx::cli::describe_parse_error(app, args, e);
+    std::fprintf(stderr, "ddx: error: %s\n", message.c_str());
+    ddx::events::Event("usage_error").text("message", message).emit();
     return ddx::kExitUsage;
   }
 
@@ -74,6 +77,7 @@ int main(int argc, char** argv) {
     }
   } catch (const ddx::UsageError& e) {
     std::fprintf(stderr, "ddx: error: %s\n", e.what());
+    ddx::events::Event("usage_error").text("message", e.what()).emit();
     return ddx::kExitUsage;
   }
   return ddx::kExitUsage;

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "ddx/errors.h"
+#include "ddx/job_events.h"
 #include "ddx/rendezvous.h"
 #include "ddx/log.h"
 #include "ddx/text.h"
@@ -144,6 +145,11 @@ std::string launch_note(const EnvMap& env, const std::vector<std::string>& worke
 void log_firing(const FaultSpec& spec, const std::string& what) {
   log::warn("fault ", spec.text, " fires on rank ", state().rank < 0 ? 0 : state().rank, " at step ",
             state().step, ": ", what);
+  events::Event("fault.fired")
+      .text("spec", spec.text)
+      .number("rank", state().rank < 0 ? 0 : state().rank)
+      .number("step", state().step)
+      .emit();
 }
 
 void at_step(int64_t step) {

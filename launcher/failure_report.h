@@ -22,6 +22,7 @@ struct WorkerFailureInfo {
   std::string host;
   int pid = 0;
   std::string status;                        // "exit 3", "SIGSEGV (signal 11)"
+  std::string how;                           // "exit 3", "SIGSEGV"
   WorkerOutcome outcome = WorkerOutcome::Failed;
   bool root_cause = false;                   // set by mark_root_cause
   std::vector<int> same_way;                 // root cause: every rank that failed the same way

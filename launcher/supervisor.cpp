@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +15,7 @@
 
 #include "ddx/env.h"
 #include "ddx/error_report.h"
+#include "ddx/job_events.h"
 #include "faults/faults.h"
 #include "launcher/failure_report.h"
 #include "launcher/orphan_cleanup.h"
@@ -159,6 +161,7 @@ std::vector<WorkerFailureInfo> describe_workers(const WorkerGroup& group, const 
     info.host = host;
     info.pid = static_cast<int>(w.pid);
     info.status = describe_wait_status(w.wait_status);
+    info.how = short_wait_status(w.wait_status);
     info.exit_time = w.exit_time;
     if (!w.failed()) {
       info.outcome = WorkerOutcome::Succeeded;
@@ -214,13 +217,18 @@ void copy_root_cause_error_file(const EnvMap& launcher_env, const std::string& r
   if (error) say("could not copy the root cause's error file to " + *target + ": " + error.message());
 }
 
+// When a worker exited, in microseconds of the wall clock.
+int64_t wall_clock_us(Clock::time_point when) {
+  const auto wall = std::chrono::system_clock::now() -
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(Clock::now() - when);
+  return std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
+}
+
 // " at 14:20:01.123456 UTC": when a worker exited, on the wall clock. Across nodes each launcher
 // sees only its own workers; the node whose root cause came first holds the job's (an outer
 // tool such as `ddx fault matrix` compares them; the nodes' clocks must agree, as NTP keeps them).
 std::string wall_clock_text(Clock::time_point when) {
-  const auto wall = std::chrono::system_clock::now() -
-                    std::chrono::duration_cast<std::chrono::system_clock::duration>(Clock::now() - when);
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall.time_since_epoch()).count();
+  const int64_t us = wall_clock_us(when);
   const time_t seconds = static_cast<time_t>(us / 1000000);
   tm utc{};
   ::gmtime_r(&seconds, &utc);
@@ -255,6 +263,12 @@ int run_supervised(const LaunchOptions& options) {
       ", world size " + std::to_string(world_size) + ", master " + options.master_addr + ":" +
       std::to_string(options.master_port) + ", run id " + options.run_id + ")" +
       (fault_note.empty() ? "" : "; " + fault_note));
+  events::Event("launch.started")
+      .number("node", options.node_rank)
+      .number("nnodes", options.nnodes)
+      .number("workers", options.nproc_per_node)
+      .number("world_size", world_size)
+      .emit();
 
   for (int restart = 0; restart < attempts_allowed; ++restart) {
     WorkerGroup group = WorkerGroup::spawn(options, launcher_env, restart, run_dir.attempt(restart),
@@ -272,11 +286,23 @@ int run_supervised(const LaunchOptions& options) {
     }
     if (result.kind == AttemptResult::Kind::Succeeded && !result.first_failure) {
       if (restart > 0) say("all workers succeeded on attempt " + std::to_string(restart + 1));
+      events::Event("launch.succeeded").number("attempt", restart + 1).emit();
       return 0;
     }
     std::vector<WorkerFailureInfo> workers = describe_workers(group, pump, stop_started, stop_signal);
     // The worker that ended the attempt failed before the stop, so there is a root cause.
     const int root = mark_root_cause(workers);
+    // The attempt's root cause, for suites: a rank, how it ended and when (across nodes, the
+    // earliest is the job's).
+    events::Event("launch.attempt_failed")
+        .number("attempt", restart + 1)
+        .number("rank", workers[root].rank)
+        .text("how", workers[root].how)
+        .text("status", workers[root].status)
+        .text("host", workers[root].host)
+        .number("exit_unix_us", wall_clock_us(workers[root].exit_time))
+        .number("restarting", restart + 1 < attempts_allowed ? 1 : 0)
+        .emit();
     if (restart + 1 < attempts_allowed) {
       const std::string when = options.nnodes > 1 ? wall_clock_text(workers[root].exit_time) : "";
       say("attempt " + std::to_string(restart + 1) + " failed: rank " + std::to_string(workers[root].rank) +

@@ -159,4 +159,9 @@ std::string describe_wait_status(int wait_status) {
   return "unknown status " + std::to_string(wait_status);
 }
 
+std::string short_wait_status(int wait_status) {
+  if (WIFSIGNALED(wait_status)) return signal_name(WTERMSIG(wait_status));
+  return describe_wait_status(wait_status);
+}
+
 }  // namespace ddx::launcher

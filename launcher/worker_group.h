@@ -53,5 +53,7 @@ class WorkerGroup {
 
 // "exit 3", "SIGSEGV (signal 11)" for a waitpid() status.
 std::string describe_wait_status(int wait_status);
+// The same, short: "exit 3", "SIGSEGV" (as suites compare it).
+std::string short_wait_status(int wait_status);
 
 }  // namespace ddx::launcher

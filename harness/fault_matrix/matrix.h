@@ -1,11 +1,15 @@
 #pragma once
 // `ddx fault matrix`: the user's proof that every fault is caught. Each fault kind runs in turn
 // under `ddx launch` on a small training job; each row's evidence is read back from what the job
-// left (the launcher's failure lines, the detectors' log lines, the analyzer's verdict JSON,
-// metrics.jsonl, the checkpoint folders), never from knowing what was injected; the expected
+// left (the job events its launcher, detectors and recovery recorded in events.jsonl, the
+// analyzer's verdict JSON, metrics.jsonl, the checkpoint folders), never from knowing what was
+// injected, and never from the wording of a log line; the expected
 // side of each row (which fault, which detector must name which culprit, whether the job must
 // come back) is one line of row_specs(). A clean reference run comes first, with the detectors of
 // every selected row on: recovered rows must equal it bit for bit, and no detector may fire on it.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,16 +64,32 @@ struct Options {
   NodeLink* nodes = nullptr;  // set by the command when nnodes > 1
 };
 
-// A line of a job's output and when the matrix saw it (seconds since the job started).
-struct TimedLine {
-  double at_s = 0;
-  std::string text;
+// One record of a job's events.jsonl (ddx/job_events.h), as every node's processes wrote it.
+struct JobEvent {
+  std::string name;       // "launch.attempt_failed", "nan_check.nonfinite", ...
+  int64_t unix_us = 0;    // when it was recorded, on the wall clock
+  nlohmann::json record;  // the whole record, its own fields included
 };
 
 // What one job left behind, for the detectors to read.
 struct JobEvidence {
-  std::vector<TimedLine> lines;  // the launcher's console: its own lines and every rank's
+  std::vector<JobEvent> events;  // every node's, in the order they were recorded
+  int64_t start_unix_us = 0;     // when the job was started (on node 0)
   std::string dir;               // the job's folder (out/, traces/, metrics.jsonl, final.safetensors)
+
+  // Seconds from the job's start to the event.
+  double at_s(const JobEvent& e) const { return static_cast<double>(e.unix_us - start_unix_us) / 1e6; }
+  // The first event named `name` for which `keep` holds, or nullptr.
+  template <typename Keep>
+  const JobEvent* first(const std::string& name, Keep keep) const {
+    for (const JobEvent& e : events) {
+      if (e.name == name && keep(e.record)) return &e;
+    }
+    return nullptr;
+  }
+  const JobEvent* first(const std::string& name) const {
+    return first(name, [](const nlohmann::json&) { return true; });
+  }
 };
 
 // What a detector found: whether it fired, whom it named ("rank 3", "ranks 0,2",
@@ -78,7 +98,7 @@ struct Finding {
   bool fired = false;
   std::string culprit;
   double at_s = -1;
-  std::string evidence;  // the line (or verdict) it was read from
+  std::string evidence;  // the event (or verdict) it was read from
   std::string how;       // the launcher's: how the rank ended ("SIGKILL", "exit 3")
 };
 

@@ -56,9 +56,9 @@ void merge_parts(const Options& o, const std::string& name, ProcessOutcome& outc
                  int& leftover) {
   if (o.nodes == nullptr) return;
   json mine = {{"exit_code", outcome.exit_code}, {"timed_out", outcome.timed_out}, {"seconds", outcome.seconds},
-               {"leftover", leftover}, {"lines", json::array()}, {"traces", json::object()}};
+               {"leftover", leftover}, {"events", json::array()}, {"traces", json::object()}};
   if (o.node_rank != 0) {
-    for (const TimedLine& line : evidence.lines) mine["lines"].push_back({line.at_s, line.text});
+    for (const JobEvent& e : evidence.events) mine["events"].push_back(e.record);
     mine["traces"] = trace_files(evidence.dir);
   }
   const auto parts = o.nodes->gather("evidence/" + name, dump(mine));
@@ -68,15 +68,17 @@ void merge_parts(const Options& o, const std::string& name, ProcessOutcome& outc
     outcome.timed_out = outcome.timed_out || part.at("timed_out").get<bool>();
     outcome.seconds = std::max(outcome.seconds, part.at("seconds").get<double>());
     leftover += part.at("leftover").get<int>();
-    for (const auto& line : part.at("lines")) evidence.lines.push_back({line.at(0).get<double>(), line.at(1).get<std::string>()});
+    for (const auto& record : part.at("events")) {
+      evidence.events.push_back({record.at("event").get<std::string>(), record.value("unix_us", int64_t{0}), record});
+    }
     for (const auto& [path, bytes] : part.at("traces").items()) {
       const fs::path target = fs::path(evidence.dir) / "traces" / path;
       fs::create_directories(target.parent_path());
       write_file_atomically(target.string(), bytes.get<std::string>());
     }
   }
-  std::stable_sort(evidence.lines.begin(), evidence.lines.end(),
-                   [](const TimedLine& a, const TimedLine& b) { return a.at_s < b.at_s; });
+  std::stable_sort(evidence.events.begin(), evidence.events.end(),
+                   [](const JobEvent& a, const JobEvent& b) { return a.unix_us < b.unix_us; });
 }
 
 std::string share_verdict(const Options& o, const std::string& name, const std::string& verdict) {

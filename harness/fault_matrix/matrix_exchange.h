@@ -16,8 +16,8 @@ namespace ddx::faults::matrix {
 std::string agree_to_run(const Options& o, const std::string& name, const std::string& my_reason,
                          const std::string& shared_dir);
 
-// On node 0: the other nodes' parts of the job merged into its own: their console lines (in the
-// order the nodes saw them, each node timing from its own start of the job), the first failing
+// On node 0: the other nodes' parts of the job merged into its own: their job events (in the
+// order of their wall-clock times, which the nodes' clocks must agree on), the first failing
 // exit status, a time-out anywhere, the leftovers of all, and their flight-recorder dumps copied
 // into `evidence.dir`/traces. Elsewhere: sends this node's part, changes nothing.
 void merge_parts(const Options& o, const std::string& name, ProcessOutcome& outcome, JobEvidence& evidence,

@@ -1,7 +1,8 @@
 // Running the matrix's jobs: one `ddx launch ... -- ddx train` per row in a folder of its own,
-// its console stamped line by line as it arrives (for the seconds from fault to diagnosis),
-// then what it left behind: processes still alive (counted, then killed), the checkpoint folders
-// (each verified against its checksums), the loss curve and final weights against the reference.
+// recording its job events in events.jsonl (ddx/job_events.h: who failed, what each detector
+// named, checkpoints, resumes, all with their times), then what it left behind: processes still
+// alive (counted, then killed), the checkpoint folders (each verified against its checksums),
+// the loss curve and final weights against the reference.
 #include <signal.h>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <thread>
 #include <tuple>
 
+#include "ddx/job_events.h"
 #include "ddx/processes.h"
 #include "ddx/run_process.h"
 #include "ddx/shm_namespace.h"
@@ -32,38 +35,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Reads a growing log and stamps each complete line with when it was first seen.
-class LogWatcher {
- public:
-  explicit LogWatcher(std::string path) : path_(std::move(path)), t0_(Clock::now()) {}
+int64_t unix_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
-  void poll() {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return;
-    in.seekg(static_cast<std::streamoff>(offset_));
-    const std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    offset_ += chunk.size();
-    pending_ += chunk;
-    const double now = std::chrono::duration<double>(Clock::now() - t0_).count();
-    for (size_t nl = pending_.find('\n'); nl != std::string::npos; nl = pending_.find('\n')) {
-      lines_.push_back({now, pending_.substr(0, nl)});
-      pending_.erase(0, nl + 1);
-    }
+// The job's events.jsonl, in the order they were recorded; a line that does not parse (a
+// record cut off by a crash) is left out.
+std::vector<JobEvent> read_events(const std::string& path) {
+  std::vector<JobEvent> events;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("event") || !record["event"].is_string()) continue;
+    events.push_back({record["event"].get<std::string>(), record.value("unix_us", int64_t{0}), std::move(record)});
   }
-
-  std::vector<TimedLine> finish() {
-    poll();
-    if (!pending_.empty()) lines_.push_back({std::chrono::duration<double>(Clock::now() - t0_).count(), pending_});
-    return lines_;
-  }
-
- private:
-  std::string path_;
-  Clock::time_point t0_;
-  size_t offset_ = 0;
-  std::string pending_;
-  std::vector<TimedLine> lines_;
-};
+  std::stable_sort(events.begin(), events.end(), [](const JobEvent& a, const JobEvent& b) { return a.unix_us < b.unix_us; });
+  return events;
+}
 
 // The last rank by default: across nodes, a rank of the last node.
 int fault_rank(const Options& o) { return o.fault_rank >= 0 ? o.fault_rank : o.nproc * o.nnodes - 1; }
@@ -213,9 +202,11 @@ Job run_job(const Options& o, const std::string& name, const std::string& dir, c
   fs::create_directories(dir);
   Job job;
   job.log = dir + "/output.txt";
-  LogWatcher watcher(job.log);
-  job.outcome = run_process(argv, env, job.log, o.row_timeout_s, [&watcher]() { watcher.poll(); });
-  job.evidence.lines = watcher.finish();
+  std::map<std::string, std::string> job_env = env;
+  job_env[events::kFileVariable] = dir + "/events.jsonl";
+  job.evidence.start_unix_us = unix_now_us();
+  job.outcome = run_process(argv, job_env, job.log, o.row_timeout_s);
+  job.evidence.events = read_events(dir + "/events.jsonl");
   job.evidence.dir = dir;
   job.leftover = count_and_kill_leftovers(dir) + job.outcome.left_in_group;
   merge_parts(o, name, job.outcome, job.evidence, job.leftover);
@@ -264,20 +255,16 @@ std::pair<bool, std::string> check_checkpoints(const std::string& saved) {
   return {true, "steps " + join(steps, ",") + " verify"};
 }
 
-// When the fault struck, from the job's own lines: the fault's "fault <spec> fires on rank" line;
-// for kinds that do not log each firing (straggler, slow-link, corrupt-collective), the log line
-// of the step before the fault step, or of the first step for a fault on every step; else (the
-// pairwise probe, which prints its results at the end) the launcher's start line.
+// When the fault struck, from the job's own events: the fault's firing; for kinds that do not
+// record each firing (straggler, slow-link, corrupt-collective), the step before the fault step,
+// or the first step for a fault on every step; else (the pairwise probe, which reports at the
+// end) the launcher's start.
 double fault_time(const JobEvidence& job, const std::string& spec, int step) {
-  const std::vector<std::string> markers = {"fault " + spec + " fires on rank",
-                                            " step " + std::to_string(std::max(step - 1, 1)) + "/",
-                                            "ddx launch: starting "};
-  for (const std::string& marker : markers) {
-    for (const TimedLine& line : job.lines) {
-      if (line.text.find(marker) != std::string::npos) return line.at_s;
-    }
-  }
-  return -1;
+  const int64_t before = std::max(step - 1, 1);
+  const JobEvent* e = job.first("fault.fired", [&](const nlohmann::json& r) { return r.value("spec", "") == spec; });
+  if (!e) e = job.first("train.step", [&](const nlohmann::json& r) { return r.value("step", int64_t{0}) == before; });
+  if (!e) e = job.first("launch.started");
+  return e ? job.at_s(*e) : -1;
 }
 
 double seconds_to_diagnosis(const JobEvidence& job, const RowResult& r, const Finding& f) {
@@ -286,39 +273,33 @@ double seconds_to_diagnosis(const JobEvidence& job, const RowResult& r, const Fi
 }
 
 bool restarted(const JobEvidence& job) {
-  // The launcher says this only after a restart.
-  return std::any_of(job.lines.begin(), job.lines.end(), [](const TimedLine& l) {
-    return l.text.rfind("ddx launch: all workers succeeded on attempt ", 0) == 0;
-  });
+  return job.first("launch.succeeded", [](const nlohmann::json& r) { return r.value("attempt", 0) > 1; }) != nullptr;
 }
 
-// Where the restarted run resumed ("resuming from .../step_000000010 at step 10"): the step, or
-// "0" when the attempt after the restart found no checkpoint and started from scratch.
+// When the first attempt failed (its first launcher record, on any node); the job's end when it
+// did not.
+int64_t first_failure_us(const JobEvidence& job) {
+  const JobEvent* failed = job.first("launch.attempt_failed", [](const nlohmann::json& r) { return r.value("attempt", 0) == 1; });
+  return failed ? failed->unix_us : std::numeric_limits<int64_t>::max();
+}
+
+// Where the restarted run resumed: the step, or "0" when the attempt after the restart found no
+// checkpoint and started from scratch.
 std::string resumed_at(const JobEvidence& job) {
-  const auto restart = std::find_if(job.lines.begin(), job.lines.end(), [](const TimedLine& l) {
-    return l.text.find("ddx launch: attempt 1 failed: ") != std::string::npos;
-  });
-  for (auto line = restart; line != job.lines.end(); ++line) {
-    const size_t at = line->text.find("resuming from ");
-    if (at == std::string::npos) continue;
-    const size_t step = line->text.rfind(" at step ");
-    if (step != std::string::npos && step > at) return line->text.substr(step + 9);
+  const int64_t failed = first_failure_us(job);
+  for (const JobEvent& e : job.events) {
+    if (e.name == "train.resumed" && e.unix_us > failed) return std::to_string(e.record.value("step", int64_t{0}));
   }
   return "0";
 }
 
-// The newest checkpoint the first attempt wrote before it failed ("checkpoint .../step_000000015"):
-// where a fault noticed only some steps after it fired must resume ({last} in a row).
+// The newest checkpoint the first attempt wrote before it failed: where a fault noticed only some
+// steps after it fired must resume ({last} in a row).
 std::string last_checkpoint_before_failure(const JobEvidence& job) {
-  long newest = 0;
-  for (const TimedLine& l : job.lines) {
-    if (l.text.find("ddx launch: attempt 1 failed: ") != std::string::npos) break;
-    const size_t at = l.text.find(" checkpoint ");
-    const size_t step = at == std::string::npos ? std::string::npos : l.text.rfind("/step_");
-    if (step == std::string::npos || step < at) continue;
-    char* end = nullptr;
-    const long n = std::strtol(l.text.c_str() + step + 6, &end, 10);
-    if (end != l.text.c_str() + step + 6 && *end == '\0') newest = std::max(newest, n);
+  const int64_t failed = first_failure_us(job);
+  int64_t newest = 0;
+  for (const JobEvent& e : job.events) {
+    if (e.name == "checkpoint.saved" && e.unix_us < failed) newest = std::max(newest, e.record.value("step", int64_t{0}));
   }
   return std::to_string(newest);
 }
@@ -407,14 +388,12 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
 
 }  // namespace
 
-// ddx train's own usage error in a job's console ("ddx: error: --nan-check: --strategy 2d does
-// not expose ..."), as the rows that asked for the refused flag: the options, not a fault, are wrong.
+// ddx train's own usage error in a job ("--nan-check: --strategy 2d does not expose ..."), as the
+// rows that asked for the refused flag: the options, not a fault, are wrong.
 std::string refused_flags(const JobEvidence& job, const Options& o, const std::vector<RowSpec>& rows) {
-  const std::string tag = "ddx: error: ";
-  for (const TimedLine& l : job.lines) {
-    const size_t at = l.text.find(tag);
-    if (at == std::string::npos) continue;
-    const std::string error = l.text.substr(at + tag.size());
+  for (const JobEvent& e : job.events) {
+    if (e.name != "usage_error") continue;
+    const std::string error = e.record.value("message", "");
     std::vector<std::string> kinds;
     for (const RowSpec& row : rows) {
       const Detector* d = find_detector(row.detector);

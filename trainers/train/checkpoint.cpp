@@ -12,6 +12,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/checksum.h"
 #include "ddx/errors.h"
+#include "ddx/job_events.h"
 
 namespace ddx::train {
 namespace fs = std::filesystem;
@@ -21,6 +22,15 @@ std::string step_name(int64_t step) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "step_%09lld", static_cast<long long>(step));
   return buf;
+}
+
+// The step a checkpoint folder is named after (step_name's inverse), -1 when it is not one.
+int64_t step_of_folder(const fs::path& folder) {
+  const std::string name = folder.filename().string();
+  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.find_first_not_of("0123456789", 5) != std::string::npos) {
+    return -1;
+  }
+  return std::stoll(name.substr(5));
 }
 
 void fsync_path(const std::string& path) {
@@ -92,6 +102,7 @@ std::optional<std::pair<std::string, TrainerState>> CheckpointDir::latest_valid(
     try {
       return std::make_pair(it->string(), verify(it->string(), expected_config));
     } catch (const CorruptCheckpoint& e) {
+      events::Event("checkpoint.corrupt").text("folder", it->string()).number("step", step_of_folder(*it)).emit();
       // With nothing valid left, starting afresh would overwrite the bad checkpoints (evidence
       // the user may want) and silently redo the run: refuse instead, naming the file.
       if (std::next(it) == all.rend()) {

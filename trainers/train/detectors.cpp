@@ -9,6 +9,7 @@
 
 #include "ddx/checksum.h"
 #include "ddx/collectives.h"
+#include "ddx/job_events.h"
 #include "ddx/process_group.h"
 #include "ddx/text.h"
 #include "train/strategy.h"
@@ -74,6 +75,7 @@ std::string check_gradients_finite(Strategy& strategy, Group& world, int64_t ste
     ranks.push_back(world.global_rank(r));
   }
   if (ranks.empty()) return "";
+  events::Event("nan_check.nonfinite").number("step", step).number("first_rank", ranks.front()).ranks("ranks", ranks).emit();
   // Every rank's strategy lists the same names in the same order (replicas, or the same local
   // names of each rank's shard), so the index names the parameter on every rank.
   const std::string parameter = index < static_cast<int64_t>(parameters.size()) ? parameters[index].first
@@ -126,6 +128,13 @@ std::string compare_copies(Group& group, const std::vector<std::string>& names, 
     }
     std::sort(diverging.begin(), diverging.end());
     const bool clear = majority->second.size() > diverging.size();
+    events::Event("replica_check.diverged")
+        .number("step", step)
+        .text("copies", copy)
+        .ranks("ranks", diverging)
+        .number("majority", clear ? 1 : 0)
+        .text("parameter", names[i])
+        .emit();
     return "step " + std::to_string(step) + ": " + copy + (diverging.size() > 1 ? "s" : "") + " on " +
            ranks_text(diverging) +
            (clear ? " diverge" + std::string(diverging.size() > 1 ? "" : "s") + " from the other " +

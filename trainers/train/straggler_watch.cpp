@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "ddx/job_events.h"
+
 namespace ddx::train {
 namespace {
 
@@ -38,6 +40,11 @@ std::string StragglerWatch::observe(int64_t step, const std::vector<double>& bus
   }
   if (warned_) return "";
   warned_ = true;
+  events::Event("straggler.warning")
+      .number("step", step)
+      .number("rank", slowest)
+      .real("ratio", mean[slowest] / median)
+      .emit();
   return "straggler: rank " + std::to_string(slowest) + " was " + fixed(mean[slowest] / median, 1) +
          "x slower than the median rank (" + fixed(mean[slowest] * 1e3, 1) + " ms vs " + fixed(median * 1e3, 1) +
          " ms busy per step over the last " + std::to_string(window_.size()) + " logged steps, " +

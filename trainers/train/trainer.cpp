@@ -21,6 +21,7 @@
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/hang_detection.h"
+#include "ddx/job_events.h"
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_lost.h"
@@ -288,6 +289,7 @@ std::string resume(Run& run) {
     restore_rng_state(state.rng_state);
     run.start_step = state.step;
     log::info("resuming from ", folder, " at step ", run.start_step);
+    if (rank0) events::Event("train.resumed").text("folder", folder).number("step", run.start_step).emit();
   }
   return exp_dir;
 }
@@ -513,6 +515,7 @@ void record_step(Run& run, const StepRecord& s, const PhaseTimes& times, Straggl
   }
   for (const auto& [key, value] : run.strategy->step_stats()) record[key] = value;
   run.metrics.append(record);
+  if (run.rank0) events::Event("train.step").number("step", s.done).emit();
   if (!progress_enabled_on_terminal(run.o.progress)) {
     log::info("step ", s.done, "/", run.total_steps, " loss ", s.loss, " lr ", s.lr, " grad_norm ", s.grad_norm, " ",
               static_cast<int64_t>(s.tokens_per_s), " tok/s");
@@ -536,6 +539,7 @@ void save_checkpoint(Run& run, int64_t done) {
     TrainerState state{done, done / run.steps_per_epoch, done % run.steps_per_epoch, rng_state_hex(), run.run_config};
     const std::string folder = run.checkpoints->commit(done, state, static_cast<int>(run.o.keep_checkpoints));
     log::info("checkpoint ", folder);
+    events::Event("checkpoint.saved").text("folder", folder).number("step", done).emit();
     faults::after_checkpoint(folder);  // ckpt-corrupt: bytes of the newest checkpoint changed
   }
   barrier(world.world()).wait();

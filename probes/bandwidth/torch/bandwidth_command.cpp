@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -23,6 +24,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
+#include "ddx/job_events.h"
 #include "ddx/log.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
@@ -165,6 +167,12 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
     if (info.rank == 0) {
       std::fputs(pairs_text(report, o).c_str(), stdout);
       std::fflush(stdout);
+      if (!report.slow_ranks.empty()) {
+        std::vector<int> slow;
+        for (const auto& rank_gbs : report.slow_ranks) slow.push_back(rank_gbs.first);
+        std::sort(slow.begin(), slow.end());
+        events::Event("bandwidth.slow_ranks").ranks("ranks", slow).emit();
+      }
       if (!o.json_path.empty()) write_output("--json", first_free_path(o.json_path), pairs_json(report, o));
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, pairs_csv(report));
       rc = exit_code(report);

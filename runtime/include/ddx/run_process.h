@@ -1,7 +1,6 @@
 #pragma once
 // Runs one child command with its output in a log file and a hard timeout after which its
 // whole process group is killed (a hung training run never hangs the suite).
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,10 +14,8 @@ struct ProcessOutcome {
   int left_in_group = 0;  // processes still in the child's group when it exited (then killed)
 };
 
-// `on_poll`, when given, is called about every 50 ms while the child runs (to watch its log).
 ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                           const std::string& log_path, double timeout_s,
-                           const std::function<void()>& on_poll = nullptr);
+                           const std::string& log_path, double timeout_s);
 
 // The running ddx binary (for launching runs of itself).
 std::string self_executable();

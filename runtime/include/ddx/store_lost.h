@@ -16,7 +16,7 @@ class StoreLost : public std::runtime_error {
  public:
   using Clock = std::chrono::system_clock;
   // `store`: "the rendezvous store at 127.0.0.1:29500 (hosted by rank 0)" (see
-  // RendezvousInfo::store_description); `cause`: "the store closed the connection". what() is
+  // store_host.h: store_identity); `cause`: "the store closed the connection". what() is
   // line(store, cause, since).
   StoreLost(std::string store, std::string cause, Clock::time_point since = Clock::now());
   const std::string& store() const { return store_; }

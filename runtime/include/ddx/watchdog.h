@@ -116,9 +116,10 @@ std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const Rec
 // rank busy in compute keeps it fresh; ranks whose last one is older than three intervals (at
 // least 5 s) at `now_unix_ms` are named with their host, "; ranks 2,3 (node7) silent for 8.1 s:
 // their host may be down, or the processes stopped": what a lost node looks like from the
-// others. Empty when nothing is known.
+// others. Empty when nothing is known. `behind`, when given, receives the ranks marked
+// "<- behind".
 std::string desync_summary(const std::string& group, const std::map<int, std::string>& heartbeats,
-                           int world_size, int64_t now_unix_ms);
+                           int world_size, int64_t now_unix_ms, std::vector<int>* behind = nullptr);
 
 // "all_reduce(sum) #4 on group world (float32 [1024], at 'step 4 grads')"
 std::string describe_op(const OpRecord& r);

@@ -20,7 +20,7 @@ std::string mib(double bytes) {
 
 }  // namespace
 
-std::string bus_error_cause(const void* address) {
+BusErrorCause bus_error_cause(const void* address) {
   const auto at = reinterpret_cast<uintptr_t>(address);
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);) {
@@ -30,20 +30,21 @@ std::string bus_error_cause(const void* address) {
         at < begin || at >= end) {
       continue;
     }
-    if (path_at < 0 || line[static_cast<size_t>(path_at)] != '/') return "";
+    if (path_at < 0 || line[static_cast<size_t>(path_at)] != '/') return {};
     const std::string shown = line.substr(static_cast<size_t>(path_at));
     const std::string folder = shown.substr(0, shown.rfind('/'));  // a deleted file's folder still exists
     struct statfs fs {};
-    if (::statfs(folder.empty() ? "/" : folder.c_str(), &fs) != 0 || fs.f_type != kTmpfsMagic) return "";
+    if (::statfs(folder.empty() ? "/" : folder.c_str(), &fs) != 0 || fs.f_type != kTmpfsMagic) return {};
     const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
     const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_bsize);
     const double size_bytes = static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_bsize);
-    if (free_bytes >= page) return "";
-    return "; the address is in " + shown + ", a file on a tmpfs (" + folder + ") with " + mib(free_bytes) +
-           " of " + mib(size_bytes) + " MiB free: shared memory is exhausted (raise the size of " + folder +
-           ", e.g. docker run --shm-size)";
+    if (free_bytes >= page) return {};
+    return {"; the address is in " + shown + ", a file on a tmpfs (" + folder + ") with " + mib(free_bytes) + " of " +
+                mib(size_bytes) + " MiB free: shared memory is exhausted (raise the size of " + folder +
+                ", e.g. docker run --shm-size)",
+            shown, folder, free_bytes, size_bytes};
   }
-  return "";
+  return {};
 }
 
 }  // namespace ddx::detail

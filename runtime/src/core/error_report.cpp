@@ -19,6 +19,7 @@
 #include <string>
 
 #include "bus_error_cause.h"
+#include "ddx/job_events.h"
 #include "error_file.h"
 #include "stack_capture.h"
 
@@ -160,7 +161,22 @@ std::string describe_signal(int signo, const siginfo_t* info) {
   out << "Signal " << signo << " (" << signal_name(signo) << ") received by PID " << ::getpid();
   if (signo == SIGSEGV || signo == SIGBUS || signo == SIGFPE || signo == SIGILL) {
     out << ": " << ::strsignal(signo) << " at address " << info->si_addr;
-    if (signo == SIGBUS) out << detail::bus_error_cause(info->si_addr);
+    if (signo == SIGBUS) {
+      const detail::BusErrorCause cause = detail::bus_error_cause(info->si_addr);
+      out << cause.text;
+      if (!cause.text.empty()) {
+        // The rank as its launcher numbered it, also before ddx knew it (RANK, as ddx launch sets).
+        const char* launcher_rank = std::getenv("RANK");
+        const int rank = g_rank.load() >= 0 ? g_rank.load() : launcher_rank ? std::atoi(launcher_rank) : -1;
+        events::Event("bus_error.shm_exhausted")
+            .number("rank", rank)
+            .text("file", cause.file)
+            .text("tmpfs", cause.tmpfs)
+            .real("free_bytes", cause.free_bytes)
+            .real("size_bytes", cause.size_bytes)
+            .emit();
+      }
+    }
   } else if (info->si_code <= 0) {
     out << ": sent by PID " << info->si_pid;  // kill()/raise(), not a fault
   }

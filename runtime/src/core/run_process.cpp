@@ -18,8 +18,7 @@
 namespace ddx {
 
 ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                           const std::string& log_path, double timeout_s,
-                           const std::function<void()>& on_poll) {
+                           const std::string& log_path, double timeout_s) {
   const int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) throw std::runtime_error("cannot create " + log_path + ": " + std::strerror(errno));
   const auto t0 = std::chrono::steady_clock::now();
@@ -52,7 +51,6 @@ ProcessOutcome run_process(const std::vector<std::string>& argv, const std::map<
       ::waitpid(pid, &status, 0);
       break;
     }
-    if (on_poll) on_poll();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (!outcome.timed_out) outcome.left_in_group = static_cast<int>(live_processes("", pid).size());

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -18,6 +19,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
+#include "ddx/job_events.h"
 #include "ddx/log.h"
 #include "ddx/store_lost.h"
 #include "watchdog_detail.h"
@@ -366,7 +368,8 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
   }
   std::map<int, std::string> peers = collect_peers(std::chrono::milliseconds(1500));
   if (!fatal.group.empty()) {
-    std::string summary = desync_summary(fatal.group, peers, identity_.world_size, unix_now_ms());
+    std::vector<int> behind;
+    std::string summary = desync_summary(fatal.group, peers, identity_.world_size, unix_now_ms(), &behind);
     std::string error;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -376,6 +379,10 @@ void Watchdog::handle_fatal(const Fatal& fatal) {
       summary = "peer progress unknown" + (error.empty() ? std::string() : " (store: " + error + ")");
     }
     log::error("ddx watchdog: ", summary);
+    if (!behind.empty()) {
+      std::sort(behind.begin(), behind.end());
+      events::Event("watchdog.behind").text("group", fatal.group).ranks("ranks", behind).number("rank", identity_.rank).emit();
+    }
   }
   if (!options_.trace_dir.empty()) {
     log::error("ddx watchdog: once every rank has dumped: ddx analyze ", options_.trace_dir);

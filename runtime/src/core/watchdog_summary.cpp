@@ -67,7 +67,7 @@ std::string heartbeat_payload(uint64_t counter, const DumpContext& me, const Rec
 }
 
 std::string desync_summary(const std::string& group, const std::map<int, std::string>& heartbeats,
-                           int world_size, int64_t now_unix_ms) {
+                           int world_size, int64_t now_unix_ms, std::vector<int>* behind) {
   // Position of each rank in `group`: (enqueued, in flight?) -> ranks.
   struct Position {
     uint64_t enqueued = 0;
@@ -121,7 +121,10 @@ std::string desync_summary(const std::string& group, const std::map<int, std::st
     } else {
       out << " (done, idle " << seconds_text(max_idle[p]) << ")";
     }
-    if (p.enqueued < front) out << " <- behind";
+    if (p.enqueued < front) {
+      out << " <- behind";
+      if (behind) behind->insert(behind->end(), ranks.begin(), ranks.end());
+    }
     first = false;
   }
   if (!silent.empty()) out << "; " << ranks_text(silent) << ": no heartbeat";

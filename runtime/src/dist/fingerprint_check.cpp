@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ddx/job_events.h"
 #include "ddx/store_lost.h"
 #include "ddx/text.h"
 #include "ddx/watchdog.h"
@@ -20,8 +21,8 @@ namespace {
 
 class FingerprintCheck : public CollectiveHook {
  public:
-  FingerprintCheck(c10::intrusive_ptr<c10d::Store> store, int global_rank, std::string store_description)
-      : store_(std::move(store)), global_rank_(global_rank), store_description_(std::move(store_description)) {}
+  FingerprintCheck(c10::intrusive_ptr<c10d::Store> store, int global_rank, StoreIdentity store_id)
+      : store_(std::move(store)), global_rank_(global_rank), store_id_(std::move(store_id)) {}
 
   void before_launch(OpRecord& r, std::vector<at::Tensor>&) override {
     if (r.p2p || r.group_ranks.size() < 2) return;
@@ -61,7 +62,10 @@ class FingerprintCheck : public CollectiveHook {
       seen[fp].push_back(r.group_ranks[q]);
       if (tab != std::string::npos && !site.count(fp)) site[fp] = value.substr(tab + 1);
     }
-    if (seen.size() > 1) fail(r, mismatch_message(r, seen, site));
+    if (seen.size() > 1) {
+      record_mismatch(r, seen);
+      fail(r, mismatch_message(r, seen, site));
+    }
     if (r.seq > 1) {
       try {
         store_->deleteKey("ddx/fp/" + r.group + "/" + std::to_string(r.seq - 1) + "/" +
@@ -81,6 +85,27 @@ class FingerprintCheck : public CollectiveHook {
       if (r.group_ranks[i] == global_rank_) return static_cast<int>(i);
     }
     return 0;
+  }
+
+  // For suites: the ranks off the majority (none when no side has one).
+  void record_mismatch(const OpRecord& r, const std::map<std::string, std::vector<int>>& seen) const {
+    size_t largest = 0, sides_of_largest = 0;
+    for (const auto& [fp, ranks] : seen) largest = std::max(largest, ranks.size());
+    for (const auto& [fp, ranks] : seen) sides_of_largest += ranks.size() == largest ? 1 : 0;
+    std::vector<int> minority;
+    if (sides_of_largest == 1) {
+      for (const auto& [fp, ranks] : seen) {
+        if (ranks.size() < largest) minority.insert(minority.end(), ranks.begin(), ranks.end());
+      }
+      std::sort(minority.begin(), minority.end());
+    }
+    events::Event("collective_check.mismatch")
+        .text("group", r.group)
+        .number("seq", static_cast<int64_t>(r.seq))
+        .number("rank", global_rank_)
+        .number("majority", sides_of_largest == 1 ? 1 : 0)
+        .ranks("ranks", minority)
+        .emit();
   }
 
   // Majority first; a tie names every side.
@@ -114,7 +139,7 @@ class FingerprintCheck : public CollectiveHook {
   // connection broke; returns otherwise.
   void fail_if_store_lost(OpRecord& r) const {
     try {
-      rethrow_store_failure(store_description_);
+      rethrow_store_failure(store_id_);
     } catch (const StoreLost& lost) {
       fail(r, lost.what());
     } catch (const std::exception&) {
@@ -134,7 +159,7 @@ class FingerprintCheck : public CollectiveHook {
 
   c10::intrusive_ptr<c10d::Store> store_;
   int global_rank_;
-  std::string store_description_;
+  StoreIdentity store_id_;
 };
 
 }  // namespace
@@ -159,10 +184,10 @@ std::string op_fingerprint(const OpRecord& r) {
 
 std::unique_ptr<CollectiveHook> make_fingerprint_check(c10d::Store& store, int global_rank,
                                                        std::chrono::milliseconds timeout,
-                                                       const std::string& store_description) {
+                                                       const StoreIdentity& store_id) {
   auto clone = store.clone();
   clone->setTimeout(timeout);
-  return std::make_unique<FingerprintCheck>(std::move(clone), global_rank, store_description);
+  return std::make_unique<FingerprintCheck>(std::move(clone), global_rank, store_id);
 }
 
 }  // namespace ddx::detail

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ddx/collectives.h"
+#include "store_host.h"
 
 namespace ddx::detail {
 
@@ -20,9 +21,9 @@ std::string op_fingerprint(const OpRecord& record);
 // A CollectiveHook; register with add_collective_hook. Uses its own client of `store` whose
 // get() gives up after `timeout` (a rank that never arrives is named, not waited for forever).
 // A broken store connection fails the op with the store's one line (store_host.h), naming
-// `store_description`, not a peer.
+// `store_id` (store_host.h: store_identity), not a peer.
 std::unique_ptr<CollectiveHook> make_fingerprint_check(c10d::Store& store, int global_rank,
                                                        std::chrono::milliseconds timeout,
-                                                       const std::string& store_description);
+                                                       const StoreIdentity& store_id);
 
 }  // namespace ddx::detail

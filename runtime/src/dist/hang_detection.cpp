@@ -62,14 +62,14 @@ std::unique_ptr<HangDetection> HangDetection::install(World& world, const HangOp
   const auto store_timeout = std::max(std::chrono::milliseconds(1000), 2 * options.heartbeat_interval);
   std::unique_ptr<PeerChannel> channel;
   if (info.world_size > 1) {
-    channel = detail::make_store_peer_channel(world.store(), store_timeout, detail::store_description(info));
+    channel = detail::make_store_peer_channel(world.store(), store_timeout, detail::store_identity(info));
   }
   h->watchdog_ = std::make_unique<Watchdog>(*h->recorder_, options, me, std::move(channel));
   add_op_observer(h->recorder_.get());
   if (options.check_collectives && info.world_size > 1) {
     h->fingerprint_check_ =
         detail::make_fingerprint_check(world.store(), info.rank, options.collective_timeout,
-                                       detail::store_description(info));
+                                       detail::store_identity(info));
     add_collective_hook(h->fingerprint_check_.get());
   }
   h->watchdog_->start();

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ddx/env.h"
+#include "ddx/job_events.h"
 #include "ddx/store_lost.h"
 
 namespace ddx::detail {
@@ -54,16 +55,28 @@ bool agent_hosts_store(const RendezvousInfo& info) {
          env_get(current_env(), "TORCHELASTIC_USE_AGENT_STORE") == std::optional<std::string>("True");
 }
 
-std::string store_description(const RendezvousInfo& info) {
-  return "the rendezvous store at " + info.master_addr + ":" + std::to_string(info.master_port) + " (hosted by " +
-         (agent_hosts_store(info) ? std::string("the torchrun agent") : std::string("rank 0")) + ")";
+StoreIdentity store_identity(const RendezvousInfo& info) {
+  const bool agent = agent_hosts_store(info);
+  return {"the rendezvous store at " + info.master_addr + ":" + std::to_string(info.master_port) + " (hosted by " +
+              (agent ? std::string("the torchrun agent") : std::string("rank 0")) + ")",
+          agent ? -1 : 0};
 }
 
-void rethrow_store_failure(const std::string& store) {
+void rethrow_store_failure(const StoreIdentity& store) {
   try {
     throw;
   } catch (const c10::DistNetworkError& e) {
-    if (auto cause = lost_connection_cause(e)) throw StoreLost(store, *cause);
+    if (auto cause = lost_connection_cause(e)) {
+      static std::once_flag recorded;
+      std::call_once(recorded, [&] {
+        events::Event("store.unreachable")
+            .text("store", store.description)
+            .text("cause", *cause)
+            .number("host_rank", store.host_rank)
+            .emit();
+      });
+      throw StoreLost(store.description, *cause);
+    }
     throw;
   }
 }

@@ -28,8 +28,8 @@ std::string text(const std::vector<uint8_t>& data) { return {data.begin(), data.
 // make c10d log its own warning with a raw C++ stack.
 class StorePeerChannel : public PeerChannel {
  public:
-  StorePeerChannel(c10::intrusive_ptr<c10d::Store> store, std::string description)
-      : store_(std::move(store)), description_(std::move(description)) {}
+  StorePeerChannel(c10::intrusive_ptr<c10d::Store> store, StoreIdentity store_id)
+      : store_(std::move(store)), store_id_(std::move(store_id)) {}
 
   void publish_heartbeat(int rank, const std::string& payload) override {
     guarded([&] { store_->set(hb_key(rank), bytes(payload)); });
@@ -88,7 +88,7 @@ class StorePeerChannel : public PeerChannel {
       try {
         return op();
       } catch (const std::exception&) {
-        rethrow_store_failure(description_);
+        rethrow_store_failure(store_id_);
       }
     } catch (const StoreLost& e) {
       lost_ = e;
@@ -97,7 +97,7 @@ class StorePeerChannel : public PeerChannel {
   }
 
   c10::intrusive_ptr<c10d::Store> store_;
-  std::string description_;
+  StoreIdentity store_id_;
   std::optional<StoreLost> lost_;  // only the watchdog's heartbeat thread uses a channel
 };
 
@@ -105,8 +105,8 @@ class StorePeerChannel : public PeerChannel {
 // waitWorkers, so the constructor adds nothing to the store's keys).
 class HeartbeatObserver : public StoreObserver {
  public:
-  HeartbeatObserver(c10::intrusive_ptr<c10d::Store> store, std::string description)
-      : channel_(std::move(store), std::move(description)) {}
+  HeartbeatObserver(c10::intrusive_ptr<c10d::Store> store, StoreIdentity store_id)
+      : channel_(std::move(store), std::move(store_id)) {}
   std::map<int, std::string> read_heartbeats(int world_size) override {
     return channel_.read_heartbeats(world_size);
   }
@@ -118,7 +118,7 @@ class HeartbeatObserver : public StoreObserver {
 }  // namespace
 
 std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store, std::chrono::milliseconds timeout,
-                                                     const std::string& description) {
+                                                     const StoreIdentity& store_id) {
   c10::intrusive_ptr<c10d::Store> clone;
   try {
     clone = store.clone();
@@ -127,7 +127,7 @@ std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store, std::ch
   }
   if (!clone) return nullptr;
   clone->setTimeout(timeout);
-  return std::make_unique<StorePeerChannel>(std::move(clone), description);
+  return std::make_unique<StorePeerChannel>(std::move(clone), store_id);
 }
 
 }  // namespace ddx::detail
@@ -145,7 +145,7 @@ std::unique_ptr<StoreObserver> observe_job_store(const std::string& host, int po
   try {
     return std::make_unique<detail::HeartbeatObserver>(
         c10::make_intrusive<c10d::TCPStore>(host, opts),
-        "the job's store at " + host + ":" + std::to_string(port));
+        detail::StoreIdentity{"the job's store at " + host + ":" + std::to_string(port), -1});
   } catch (const std::exception& e) {
     std::string what = e.what();
     throw std::runtime_error("cannot reach the job's store at " + host + ":" + std::to_string(port) + ": " +

@@ -9,12 +9,13 @@
 #include <string>
 
 #include "ddx/watchdog.h"
+#include "store_host.h"
 
 namespace ddx::detail {
 
 // nullptr when the store cannot be cloned (a single-process HashStore). A broken connection
-// surfaces as ddx::StoreLost naming `description` (store_host.h: store_description).
+// surfaces as ddx::StoreLost naming `store` (store_host.h: store_identity).
 std::unique_ptr<PeerChannel> make_store_peer_channel(c10d::Store& store, std::chrono::milliseconds timeout,
-                                                     const std::string& description);
+                                                     const StoreIdentity& store_id);
 
 }  // namespace ddx::detail

@@ -262,7 +262,7 @@ void World::shutdown() {
           }
         }
       } catch (const std::exception&) {
-        detail::rethrow_store_failure(detail::store_description(info_));
+        detail::rethrow_store_failure(detail::store_identity(info_));
       }
     } catch (const StoreLost& e) {
       lost = e;

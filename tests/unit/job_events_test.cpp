@@ -1,0 +1,91 @@
+// ddx/job_events.h: records appended to $DDX_EVENTS_FILE, one parseable line each, shared by
+// several processes; nothing at all without the variable.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "ddx/job_events.h"
+
+namespace {
+
+std::vector<nlohmann::json> records(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class JobEvents : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ddx-job-events-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "events.jsonl").string();
+  }
+  void TearDown() override {
+    ::unsetenv(ddx::events::kFileVariable);
+    std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(JobEvents, ARecordHasItsNameTimePidAndFields) {
+  ::setenv(ddx::events::kFileVariable, path_.c_str(), 1);
+  ddx::events::Event("nan_check.nonfinite").number("step", 13).ranks("ranks", {2, 3}).text("note", "a \"quoted\" text").real("ratio", 2.5).emit();
+  const auto all = records(path_);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].at("event"), "nan_check.nonfinite");
+  EXPECT_EQ(all[0].at("step"), 13);
+  EXPECT_EQ(all[0].at("ranks"), nlohmann::json({2, 3}));
+  EXPECT_EQ(all[0].at("note"), "a \"quoted\" text");
+  EXPECT_DOUBLE_EQ(all[0].at("ratio").get<double>(), 2.5);
+  EXPECT_EQ(all[0].at("pid"), ::getpid());
+  EXPECT_GT(all[0].at("unix_us").get<int64_t>(), 1700000000000000LL);
+}
+
+TEST_F(JobEvents, WithoutTheVariableNothingIsWritten) {
+  ::unsetenv(ddx::events::kFileVariable);
+  EXPECT_FALSE(ddx::events::enabled());
+  ddx::events::Event("launch.started").number("workers", 2).emit();
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
+TEST_F(JobEvents, ProcessesAppendToOneFileWithoutMixingLines) {
+  ::setenv(ddx::events::kFileVariable, path_.c_str(), 1);
+  constexpr int kProcesses = 4, kEach = 200;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0; i < kEach; ++i) ddx::events::Event("train.step").number("step", i).text("pad", std::string(300, 'x')).emit();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(records(path_).size(), static_cast<size_t>(kProcesses * kEach));  // each line parses
+}
+
+TEST_F(JobEvents, AFileThatCannotBeOpenedIsAWarningNotAnError) {
+  const std::string bad = (dir_ / "no-such-folder" / "events.jsonl").string();
+  ::setenv(ddx::events::kFileVariable, bad.c_str(), 1);
+  EXPECT_NO_THROW(ddx::events::Event("usage_error").text("message", "x").emit());
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
+}  // namespace
