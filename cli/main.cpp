@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
     ddx::log::configure_from_env();
     // First, so a leaked DDX_FAULT or a --fault is on the first line of every log.
     ddx::faults::announce();
+    ddx::events::check_file_variable();
     log_startup(argc, argv);
     for (auto& [sub, run] : commands) {
       if (sub->parsed()) return run();

@@ -35,11 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t unix_now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The job's events.jsonl, in the order they were recorded; a line that does not parse (a
 // record cut off by a crash) is left out.
 std::vector<JobEvent> read_events(const std::string& path) {
@@ -204,7 +199,7 @@ Job run_job(const Options& o, const std::string& name, const std::string& dir, c
   job.log = dir + "/output.txt";
   std::map<std::string, std::string> job_env = env;
   job_env[events::kFileVariable] = dir + "/events.jsonl";
-  job.evidence.start_unix_us = unix_now_us();
+  job.evidence.start_unix_us = events::unix_now_us();
   job.outcome = run_process(argv, job_env, job.log, o.row_timeout_s);
   job.evidence.events = read_events(dir + "/events.jsonl");
   job.evidence.dir = dir;

@@ -119,6 +119,21 @@ TEST(EnvironmentError, ABadCollectiveTimeoutVariableStopsDdxTrainInOneLine) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
 }
 
+// DDX_EVENTS_FILE (ddx/job_events.h) in a folder that does not exist: one line naming the
+// variable, exit 2, and no run folder, before the command starts.
+TEST(EnvironmentError, AnEventsFileThatCannotBeWrittenStopsTheCommandInOneLine) {
+  const std::string dir = scratch_dir("usage", "events-file-env");
+  const std::string bad = dir + "/missing/events.jsonl";
+  RunResult r = run_in(dir, {DDX_BIN, "train", "-m", "debug", "--max-steps", "1", "--no-progress", "--save-dir", dir + "/out"},
+                       {{"DDX_EVENTS_FILE", bad}}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("ddx: error: DDX_EVENTS_FILE=" + bad + " cannot be written: No such file or directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
 TEST(Help, ConsolidateShowsARealCheckpointFolderName) {
   RunResult r = help({"checkpoint", "consolidate"});
   EXPECT_NE(r.output.find("outputs/run1/checkpoints/step_000000500"), std::string::npos) << r.output;

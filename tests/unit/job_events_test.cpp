@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ddx/errors.h"
 #include "ddx/job_events.h"
 
 namespace {
@@ -81,11 +82,34 @@ TEST_F(JobEvents, ProcessesAppendToOneFileWithoutMixingLines) {
   EXPECT_EQ(records(path_).size(), static_cast<size_t>(kProcesses * kEach));  // each line parses
 }
 
-TEST_F(JobEvents, AFileThatCannotBeOpenedIsAWarningNotAnError) {
+// At a command's start the variable is checked: one UsageError naming it. A record that still
+// cannot be written later (the folder removed mid-run) is a warning, never an exception.
+TEST_F(JobEvents, AFileThatCannotBeWrittenIsAUsageErrorAtStartAndAWarningLater) {
   const std::string bad = (dir_ / "no-such-folder" / "events.jsonl").string();
   ::setenv(ddx::events::kFileVariable, bad.c_str(), 1);
+  try {
+    ddx::events::check_file_variable();
+    ADD_FAILURE() << "no error for " << bad;
+  } catch (const ddx::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "DDX_EVENTS_FILE=" + bad + " cannot be written: No such file or directory");
+  }
   EXPECT_NO_THROW(ddx::events::Event("usage_error").text("message", "x").emit());
   EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
+// An existing file is appended to, never truncated by the check; a new one in a writable folder passes.
+TEST_F(JobEvents, TheCheckKeepsAnExistingFileAndAcceptsANewOne) {
+  { std::ofstream(path_) << "{\"event\":\"earlier\",\"unix_us\":1,\"pid\":1}\n"; }
+  ::setenv(ddx::events::kFileVariable, path_.c_str(), 1);
+  EXPECT_NO_THROW(ddx::events::check_file_variable());
+  ddx::events::Event("launch.started").emit();
+  const auto all = records(path_);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].at("event"), "earlier");
+  const std::string fresh = (dir_ / "new.jsonl").string();
+  ::setenv(ddx::events::kFileVariable, fresh.c_str(), 1);
+  EXPECT_NO_THROW(ddx::events::check_file_variable());
+  EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ class Event {
   Event& real(const std::string& key, double value);
   Event& ranks(const std::string& key, const std::vector<int>& ranks);
   // Appends the record to $DDX_EVENTS_FILE. Never throws: a record that cannot be written is
-  // lost with one warning on stderr, as a log line would be.
+  // lost, with one warning on stderr for the first such record of the process (a full disk must
+  // not repeat it at every step).
   void emit() const;
   // The record as it would be written (one line, no newline).
   std::string json() const;
@@ -40,5 +41,13 @@ class Event {
 // Whether events are being recorded (DDX_EVENTS_FILE is set): callers may skip building records
 // that only exist for them (one per training step).
 bool enabled();
+
+// At a command's start: a DDX_EVENTS_FILE that cannot be appended to (no such folder, no
+// permission) throws UsageError naming the variable, before anything runs. Nothing is written
+// (an existing file is opened for append, never truncated; a missing one is not created).
+void check_file_variable();
+
+// The wall clock the records carry, in microseconds since the epoch.
+int64_t unix_now_us();
 
 }  // namespace ddx::events

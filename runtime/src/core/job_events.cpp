@@ -5,11 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "ddx/errors.h"
 
 namespace ddx::events {
 
@@ -35,10 +38,13 @@ Event& Event::ranks(const std::string& key, const std::vector<int>& ranks) {
   return *this;
 }
 
+int64_t unix_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string Event::json() const {
-  const int64_t unix_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  std::string line = "{\"event\":" + nlohmann::json(name_).dump() + ",\"unix_us\":" + std::to_string(unix_us) +
+  std::string line = "{\"event\":" + nlohmann::json(name_).dump() + ",\"unix_us\":" + std::to_string(unix_now_us()) +
                      ",\"pid\":" + std::to_string(::getpid());
   for (const auto& [key, value] : fields_) line += "," + nlohmann::json(key).dump() + ":" + value;
   return line + "}";
@@ -49,6 +55,38 @@ bool enabled() {
   return path != nullptr && *path != '\0';
 }
 
+void check_file_variable() {
+  if (!enabled()) return;
+  const char* path = std::getenv(kFileVariable);
+  // Exists: it must open for append. Missing: its folder must take a new file (access(2) on the
+  // folder, so nothing is created before the command decides to run).
+  const std::string file = path;
+  int error = 0;
+  if (::access(path, F_OK) == 0) {
+    const int fd = ::open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) error = errno;
+    if (fd >= 0) ::close(fd);
+  } else {
+    const size_t slash = file.rfind('/');
+    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+    if (::access(folder.c_str(), W_OK | X_OK) != 0) error = errno;
+  }
+  if (error != 0) {
+    throw UsageError(std::string(kFileVariable) + "=" + file + " cannot be written: " + std::strerror(error));
+  }
+}
+
+namespace {
+
+// One warning per process: a record that cannot be written usually means every later one
+// cannot either (disk full, folder removed).
+void warn_once(const std::string& what) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) std::fprintf(stderr, "ddx: warning: %s (later events are not reported)\n", what.c_str());
+}
+
+}  // namespace
+
 void Event::emit() const {
   if (!enabled()) return;
   const char* path = std::getenv(kFileVariable);
@@ -56,17 +94,14 @@ void Event::emit() const {
     const std::string line = json() + "\n";
     const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-      std::fprintf(stderr, "ddx: warning: cannot record event %s in %s=%s: %s\n", name_.c_str(), kFileVariable, path,
-                   std::strerror(errno));
+      warn_once("cannot record event " + name_ + " in " + kFileVariable + "=" + path + ": " + std::strerror(errno));
       return;
     }
     const ssize_t n = ::write(fd, line.data(), line.size());
-    if (n != static_cast<ssize_t>(line.size())) {
-      std::fprintf(stderr, "ddx: warning: event %s not fully written to %s\n", name_.c_str(), path);
-    }
+    if (n != static_cast<ssize_t>(line.size())) warn_once("event " + name_ + " not fully written to " + path);
     ::close(fd);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddx: warning: event %s not recorded: %s\n", name_.c_str(), e.what());
+    warn_once("event " + name_ + " not recorded: " + e.what());
   }
 }
 
