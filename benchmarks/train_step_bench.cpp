@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/causal_lm.h"
-#include "train/adamw.h"
+#include "optim/adamw.h"
 
 namespace {
 

@@ -28,7 +28,7 @@ Subcommand add_gpu_health_command(CLI::App& probe); // probes/gpu/gpu_health_com
 Subcommand add_train_command(CLI::App& app);        // trainers/train/train_command.cpp
 Subcommand add_parity_command(CLI::App& app);       // harness/parity/parity_command.cpp
 Subcommand add_compare_command(CLI::App& app);      // harness/parity/compare_command.cpp
-Subcommand add_checkpoint_command(CLI::App& app);   // trainers/train/checkpoint_command.cpp
+Subcommand add_checkpoint_command(CLI::App& app);   // trainers/checkpoint/checkpoint_command.cpp
 Subcommand add_doctor_command(CLI::App& app);       // probes/doctor/doctor_command.cpp
 Subcommand add_validate_command(CLI::App& app);     // harness/validate/validate_command.cpp
 Subcommand add_top_command(CLI::App& app);          // top/top_command.cpp

@@ -1,7 +1,7 @@
 #pragma once
 // A fault kind: its name, what it breaks, and what it does at the injection points. The
 // injection points (faults.h) are called by the training loop (at_step), by the collective layer
-// through its hook (runtime/include/ddx/collectives.h) and by the probe engines that bypass it
+// through its hook (runtime/include_torch/ddx/collectives.h) and by the probe engines that bypass it
 // (before_collective); each calls only the kinds whose spec targets this rank, step and attempt.
 // Some kinds act nowhere here: their code is the place they break (planted parity bugs in the
 // strategies, host-memory in the bandwidth probe), which asks faults::find() for them.

@@ -20,6 +20,7 @@
 #include <thread>
 #include <tuple>
 
+#include "checkpoint/checkpoint.h"
 #include "ddx/job_events.h"
 #include "ddx/processes.h"
 #include "ddx/run_process.h"
@@ -27,7 +28,6 @@
 #include "ddx/text.h"
 #include "harness/fault_matrix/matrix.h"
 #include "harness/fault_matrix/matrix_exchange.h"
-#include "train/checkpoint.h"
 
 namespace ddx::faults::matrix {
 namespace fs = std::filesystem;
@@ -383,24 +383,30 @@ void judge(const Job& job, const RowSpec& spec, const Reference& reference, cons
 
 }  // namespace
 
-// ddx train's own usage error in a job ("--nan-check: --strategy 2d does not expose ..."), as the
-// rows that asked for the refused flag: the options, not a fault, are wrong.
+// ddx train's refusal of a detector flag its strategy cannot serve (a `train.flag_refused`
+// record), as the rows that asked for that flag: the options, not a fault, are wrong. Any other
+// usage error of the job is reported with its message.
 std::string refused_flags(const JobEvidence& job, const Options& o, const std::vector<RowSpec>& rows) {
+  std::string error;
   for (const JobEvent& e : job.events) {
-    if (e.name != "usage_error") continue;
-    const std::string error = e.record.value("message", "");
+    if (e.name == "usage_error" && error.empty()) error = e.record.value("message", "");
+  }
+  for (const JobEvent& e : job.events) {
+    if (e.name != "train.flag_refused") continue;
+    const std::string refused = e.record.value("flag", "");
     std::vector<std::string> kinds;
     for (const RowSpec& row : rows) {
       const Detector* d = find_detector(row.detector);
       if (!d) continue;
       for (const std::string& flag : d->flags) {
-        if (flag.rfind("--", 0) == 0 && error.rfind(flag + ":", 0) == 0) kinds.push_back(row.kind);
+        if (flag == refused) kinds.push_back(row.kind);
       }
     }
-    if (kinds.empty()) return "ddx train refused the job's flags: " + error;
+    if (kinds.empty()) break;
     return "--strategy " + o.strategy + " cannot run the row(s) " + join(kinds, ", ") + " (ddx train: " + error +
            "); leave them out with --kinds";
   }
+  if (!error.empty()) return "ddx train refused the job's flags: " + error;
   return "";
 }
 

@@ -17,8 +17,8 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "models/layers.h"
-#include "train/fsdp_unit.h"
-#include "train/grad_buckets.h"
+#include "strategies/ddp/grad_buckets.h"
+#include "strategies/fsdp/fsdp_unit.h"
 #include "worker_checks.h"
 
 using namespace ddx;

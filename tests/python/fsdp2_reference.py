@@ -24,7 +24,7 @@ backpropagates its local sum times 1/global tokens and FSDP2's reduce-scatter SU
 (gradient divide factor 1), exactly as ddx does: no division by the world size.
 
 Optimizer: torch.optim.AdamW (single-tensor path, weight decay as given, betas 0.9/0.999,
-eps 1e-8) with ddx's schedule (trainers/train/lr_schedule.cpp) set before every step.
+eps 1e-8) with ddx's schedule (trainers/optim/lr_schedule.cpp) set before every step.
 
 Processes: under `ddx launch` / torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the
 environment) each process is one rank; otherwise the script spawns --nproc ranks itself.

@@ -267,7 +267,7 @@ def global_blocks(tokens, seq_length, global_batch):
 # --- optimisation --------------------------------------------------------------------------
 
 def learning_rate(step, peak, warmup, decay):
-    """trainers/train/lr_schedule.cpp: linear warmup, cosine to peak/100 over `decay` steps, flat."""
+    """trainers/optim/lr_schedule.cpp: linear warmup, cosine to peak/100 over `decay` steps, flat."""
     if step < warmup:
         return peak * (step + 1) / warmup
     lo = peak * 0.01

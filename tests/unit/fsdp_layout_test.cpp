@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "train/fsdp_layout.h"
+#include "strategies/fsdp/fsdp_layout.h"
 
 namespace ddx::train {
 namespace {

@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "ddx/errors.h"
-#include "train/pp_schedule.h"
-#include "train/pp_stages.h"
-#include "train/pp_trace.h"
+#include "strategies/pp/pp_schedule.h"
+#include "strategies/pp/pp_stages.h"
+#include "strategies/pp/pp_trace.h"
 
 namespace ddx::train {
 namespace {

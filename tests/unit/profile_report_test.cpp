@@ -1,7 +1,7 @@
-// The --profile accounting (trainers/train/profile_report.h) on hand-made events: every
+// The --profile accounting (trainers/observe/profile_report.h) on hand-made events: every
 // nanosecond of a step lands in exactly one row, layer kinds come from the model's scopes, and
 // backward nodes inherit the layer kind of the forward op with their sequence number.
-#include "train/profile_report.h"
+#include "observe/profile_report.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "train/straggler_watch.h"
+#include "observe/straggler_watch.h"
 
 namespace ddx::train {
 namespace {

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "train/strategy.h"
+#include "strategies/strategy.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
 

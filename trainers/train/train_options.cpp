@@ -6,9 +6,9 @@
 
 #include "ddx/errors.h"
 #include "ddx/text.h"
-#include "train/pp_schedule.h"
 #include "faults/faults.h"
-#include "train/strategy.h"
+#include "strategies/pp/pp_schedule.h"
+#include "strategies/strategy.h"
 
 namespace ddx::train {
 

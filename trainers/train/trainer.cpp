@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/state_files.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
 #include "ddx/checksum.h"
@@ -28,19 +30,17 @@
 #include "faults/dist/parameter_faults.h"
 #include "faults/faults.h"
 #include "models/causal_lm.h"
-#include "train/checkpoint.h"
-#include "train/detectors.h"
-#include "train/straggler_watch.h"
-#include "train/gpu_stats.h"
-#include "train/loss_plot.h"
-#include "train/lr_schedule.h"
-#include "train/metrics.h"
-#include "train/phase_timer.h"
-#include "train/progress_bar.h"
-#include "train/step_profiler.h"
-#include "train/state_files.h"
-#include "train/top_progress.h"
-#include "train/strategy.h"
+#include "observe/detectors.h"
+#include "observe/gpu_stats.h"
+#include "observe/loss_plot.h"
+#include "observe/metrics.h"
+#include "observe/phase_timer.h"
+#include "observe/progress_bar.h"
+#include "observe/step_profiler.h"
+#include "observe/straggler_watch.h"
+#include "observe/top_progress.h"
+#include "optim/lr_schedule.h"
+#include "strategies/strategy.h"
 #include "train/test_breaks.h"
 
 namespace ddx::train {
@@ -256,13 +256,17 @@ void set_up(Run& run) {
 
   StrategyContext context{o, run.model, *run.world, run.device, run.dtype};
   run.strategy->setup(context);
+  // A detector this strategy cannot serve: refused, with a record naming the flag for suites
+  // (the fault matrix) that asked for it.
+  auto refuse = [&](const std::string& flag, const std::string& why) {
+    events::Event("train.flag_refused").text("flag", flag).text("strategy", o.strategy).emit();
+    throw UsageError(flag + ": --strategy " + o.strategy + why);
+  };
   if (o.nan_check && run.strategy->local_parameters().empty()) {
-    throw UsageError("--nan-check: --strategy " + o.strategy +
-                     " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
+    refuse("--nan-check", " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
   }
   if (o.replica_check_freq > 0 && run.strategy->owned_parameters().empty()) {
-    throw UsageError("--replica-check-freq: --strategy " + o.strategy +
-                     " does not expose its parameters to the detectors yet (single, ddp, tp, fsdp and 2d do)");
+    refuse("--replica-check-freq", " does not expose its parameters to the detectors yet (single, ddp, tp, fsdp and 2d do)");
   }
   run.global_batch = o.global_batch(run.strategy->dp_size());
   run.run_config["global_batch"] = run.global_batch;

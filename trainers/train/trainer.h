@@ -2,7 +2,7 @@
 // The training loop shared by every strategy: rendezvous, model config agreement, data,
 // global-token loss normalisation, gradient accumulation, schedule, clipping, metrics,
 // checkpoints and resume, preemption signals.
-#include "train/step_profiler.h"
+#include "observe/step_profiler.h"
 #include "train/train_options.h"
 
 namespace ddx::train {

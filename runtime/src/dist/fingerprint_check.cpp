@@ -63,8 +63,9 @@ class FingerprintCheck : public CollectiveHook {
       if (tab != std::string::npos && !site.count(fp)) site[fp] = value.substr(tab + 1);
     }
     if (seen.size() > 1) {
-      record_mismatch(r, seen);
-      fail(r, mismatch_message(r, seen, site));
+      const Sides sides = sides_of(seen);
+      record_mismatch(r, sides);
+      fail(r, mismatch_message(r, sides, site));
     }
     if (r.seq > 1) {
       try {
@@ -87,34 +88,44 @@ class FingerprintCheck : public CollectiveHook {
     return 0;
   }
 
-  // For suites: the ranks off the majority (none when no side has one).
-  void record_mismatch(const OpRecord& r, const std::map<std::string, std::vector<int>>& seen) const {
-    size_t largest = 0, sides_of_largest = 0;
-    for (const auto& [fp, ranks] : seen) largest = std::max(largest, ranks.size());
-    for (const auto& [fp, ranks] : seen) sides_of_largest += ranks.size() == largest ? 1 : 0;
-    std::vector<int> minority;
-    if (sides_of_largest == 1) {
-      for (const auto& [fp, ranks] : seen) {
-        if (ranks.size() < largest) minority.insert(minority.end(), ranks.begin(), ranks.end());
+  // The fingerprints the group's members reported, each with its ranks, the most common first.
+  // One side is the majority only when it is larger than every other: a tie names no one.
+  struct Sides {
+    std::vector<std::pair<std::string, std::vector<int>>> largest_first;
+    bool has_majority() const { return largest_first[0].second.size() > largest_first[1].second.size(); }
+    // The ranks off the majority, sorted (none without a majority).
+    std::vector<int> off_majority() const {
+      std::vector<int> out;
+      if (!has_majority()) return out;
+      for (size_t i = 1; i < largest_first.size(); ++i) {
+        out.insert(out.end(), largest_first[i].second.begin(), largest_first[i].second.end());
       }
-      std::sort(minority.begin(), minority.end());
+      std::sort(out.begin(), out.end());
+      return out;
     }
+  };
+  static Sides sides_of(const std::map<std::string, std::vector<int>>& seen) {
+    Sides sides{{seen.begin(), seen.end()}};
+    std::sort(sides.largest_first.begin(), sides.largest_first.end(),
+              [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    return sides;
+  }
+
+  // For suites: the ranks off the majority.
+  void record_mismatch(const OpRecord& r, const Sides& sides) const {
     events::Event("collective_check.mismatch")
         .text("group", r.group)
         .number("seq", static_cast<int64_t>(r.seq))
         .number("rank", global_rank_)
-        .number("majority", sides_of_largest == 1 ? 1 : 0)
-        .ranks("ranks", minority)
+        .number("majority", sides.has_majority() ? 1 : 0)
+        .ranks("ranks", sides.off_majority())
         .emit();
   }
 
-  // Majority first; a tie names every side.
-  static std::string mismatch_message(const OpRecord& r,
-                                      const std::map<std::string, std::vector<int>>& seen,
+  // Majority last ("..., but ranks 0,1,3 called ..."); a tie names every side.
+  static std::string mismatch_message(const OpRecord& r, const Sides& sides,
                                       const std::map<std::string, std::string>& site) {
-    std::vector<std::pair<std::string, std::vector<int>>> sides(seen.begin(), seen.end());
-    std::sort(sides.begin(), sides.end(),
-              [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    const auto& by_size = sides.largest_first;
     auto describe = [&](const std::pair<std::string, std::vector<int>>& side) {
       std::string text = ranks_text(side.second) + " called " + side.first;
       auto it = site.find(side.first);
@@ -123,14 +134,13 @@ class FingerprintCheck : public CollectiveHook {
     };
     std::ostringstream out;
     out << "collective mismatch at " << r.group << " #" << r.seq << ": ";
-    const bool majority = sides[0].second.size() > sides[1].second.size();
-    if (majority) {
-      for (size_t i = 1; i < sides.size(); ++i) out << (i > 1 ? "; " : "") << describe(sides[i]);
-      out << ", but " << describe(sides[0]) << " (majority " << sides[0].second.size() << " of "
+    if (sides.has_majority()) {
+      for (size_t i = 1; i < by_size.size(); ++i) out << (i > 1 ? "; " : "") << describe(by_size[i]);
+      out << ", but " << describe(by_size[0]) << " (majority " << by_size[0].second.size() << " of "
           << r.group_ranks.size() << ")";
     } else {
       out << "no majority: ";
-      for (size_t i = 0; i < sides.size(); ++i) out << (i ? "; " : "") << describe(sides[i]);
+      for (size_t i = 0; i < by_size.size(); ++i) out << (i ? "; " : "") << describe(by_size[i]);
     }
     return out.str();
   }
