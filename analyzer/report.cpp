@@ -167,6 +167,8 @@ std::string render_json(const TraceSet& traces, const Diagnosis& dx) {
   doc["dump_problems"] = problems;
   doc["problem_found"] = !dx.findings.empty();
   doc["verdict"] = dx.findings.empty() ? ordered_json(nullptr) : finding_json(dx.findings.front());
+  // The text report's verdict line, for suites that show it as their summary (ddx validate).
+  doc["verdict_line"] = verdict_line(traces, dx);
   ordered_json findings = ordered_json::array();
   for (const Finding& f : dx.findings) findings.push_back(finding_json(f));
   doc["findings"] = findings;

@@ -1,7 +1,7 @@
 # LibTorch from the project's virtualenv (ci/bootstrap.sh installs the pinned PyPI wheel).
 #
 # Gives: target ddx_torch (link it to use LibTorch + c10d), DDX_WITH_TORCH, DDX_WITH_CUDA, and
-# ddx_torch_pch(target) to reuse one precompiled LibTorch header (the headers dominate the
+# ddx_torch_pch(target [SKIP ...]) to reuse one precompiled LibTorch header (the headers dominate the
 # ~45 s a LibTorch translation unit costs on 2 cores).
 #
 # With the CUDA toolkit present (nvcc found), we use the wheel's own TorchConfig.cmake, which
@@ -89,6 +89,17 @@ message(STATUS "ddx: LibTorch ${DDX_TORCH_VERSION} from ${DDX_TORCH_DIR} (CUDA: 
 add_library(ddx_torch_pch OBJECT ${CMAKE_SOURCE_DIR}/cmake/torch_pch_anchor.cpp)
 target_link_libraries(ddx_torch_pch PRIVATE ddx_torch)
 target_precompile_headers(ddx_torch_pch PRIVATE ${CMAKE_SOURCE_DIR}/cmake/torch_pch.h)
+# ddx_torch_pch(target [SKIP source...]): the sources after SKIP include no LibTorch header, so
+# they compile without the precompiled one. Loading it costs about 6 s per file on 2 cores, more
+# than most of them cost themselves (0.3-8 s without it). Paths are relative to the calling
+# folder; a name that no longer exists stops the configure, so a moved file is noticed.
 function(ddx_torch_pch target)
+  cmake_parse_arguments(PCH "" "" "SKIP" ${ARGN})
   target_precompile_headers(${target} REUSE_FROM ddx_torch_pch)
+  foreach(source IN LISTS PCH_SKIP)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${source})
+      message(FATAL_ERROR "ddx_torch_pch(${target} SKIP ...): no file ${CMAKE_CURRENT_SOURCE_DIR}/${source}")
+    endif()
+    set_source_files_properties(${source} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+  endforeach()
 endfunction()

@@ -8,12 +8,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
-#include "ddx/run_process.h"
 #include "ddx/text.h"
+#include "harness/common/analyze_verdict.h"
 #include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {
@@ -67,19 +65,11 @@ Finding watchdog_and_analyzer(const JobEvidence& job) {
   if (const JobEvent* behind = job.first("watchdog.behind")) f.at_s = job.at_s(*behind);
   const std::string traces = job.dir + "/traces";
   if (!std::filesystem::is_directory(traces)) return f;  // nothing was dumped
-  const std::string out = job.dir + "/analyze.json";
-  run_process({self_executable(), "analyze", "--json", traces}, {}, out, 120);
-  std::ifstream in(out);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t brace = text.find("\n{") == std::string::npos ? text.find('{') : text.find("\n{") + 1;
-  if (brace == std::string::npos) return f;
-  const auto doc = json::parse(text.substr(brace), nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || !doc.contains("verdict") || !doc["verdict"].is_object()) return f;
-  const auto& culprits = doc["verdict"].value("culprits", json::array());
-  if (!culprits.is_array() || culprits.empty()) return f;
+  const harness::AnalyzeVerdict verdict = harness::analyze_traces(traces, job.dir + "/analyze.json");
+  if (!verdict.problem_found || verdict.culprits.empty()) return f;
   f.fired = true;
-  f.culprit = ranks_text(culprits.get<std::vector<int>>());
-  f.evidence = "analyze.json: " + doc["verdict"].value("summary", std::string());
+  f.culprit = ranks_text(verdict.culprits);
+  f.evidence = "analyze.json: " + verdict.summary;
   return f;
 }
 

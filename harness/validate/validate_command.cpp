@@ -15,6 +15,7 @@
 #include "ddx/errors.h"
 #include "ddx/run_process.h"
 #include "ddx/text.h"
+#include "harness/common/analyze_verdict.h"
 #include "harness/validate/expectations.h"
 #include "harness/validate/link_types.h"
 #include "harness/validate/validate.h"
@@ -114,16 +115,13 @@ void add_fraction_of_peak(const validate::ValidateOptions& o, const std::vector<
 void analyze_traces(const validate::ValidateOptions& o, validate::StageResult& r) {
   const std::string traces = o.out_dir + "/traces";
   if (!std::filesystem::exists(traces)) return;
+  // The report for people, and the same diagnosis as JSON, whose verdict line ("VERDICT:
+  // never-joined: rank 1 ...") becomes the stage's summary.
   run_process({self_executable(), "analyze", traces}, {}, o.out_dir + "/analyze.log", 120);
-  // The analyzer's one verdict line ("VERDICT: never-joined: rank 1 ...") becomes the summary.
-  std::ifstream log(o.out_dir + "/analyze.log");
-  for (std::string line; std::getline(log, line);) {
-    if (line.rfind("VERDICT: ", 0) == 0) {
-      r.summary = line;
-      break;
-    }
-  }
+  const harness::AnalyzeVerdict verdict = harness::analyze_traces(traces, o.out_dir + "/analyze.json");
+  if (verdict.problem_found && !verdict.line.empty()) r.summary = verdict.line;
   r.artefacts.push_back("analyze.log");
+  r.artefacts.push_back("analyze.json");
 }
 
 // `ddx validate` starts every stage's ranks itself: started as one rank of a launched job it

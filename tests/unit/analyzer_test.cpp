@@ -468,6 +468,8 @@ TEST_F(AnalyzerTest, JsonReportCarriesTheVerdict) {
   EXPECT_EQ(doc["verdict"]["kind"], "never-joined");
   EXPECT_EQ(doc["verdict"]["culprits"], json::array({1}));
   EXPECT_EQ(doc["verdict"]["culprit_hosts"], json::array({"node1"}));
+  EXPECT_EQ(doc["verdict_line"], verdict_line(traces_, dx));
+  EXPECT_EQ(doc["verdict_line"].get<std::string>().rfind("VERDICT: never-joined: rank 1 ", 0), 0u);
   EXPECT_EQ(doc["ranks"].size(), 2u);
 }
 
