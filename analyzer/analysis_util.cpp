@@ -50,6 +50,10 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out.str();
 }
 
+std::string verb_for(const std::vector<int>& ranks, const std::string& verb) {
+  return ranks.size() == 1 ? verb + "s" : verb;
+}
+
 std::string seconds(double s) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 
 namespace ddx::cli {
 
@@ -57,6 +58,7 @@ Subcommand add_analyze_command(CLI::App& app) {
                   "With -j: only these process groups, by name or description (0, default_pg, tp/1)")
       ->needs(just);
   return {cmd, [flags]() {
+            check_output_file("--trace", flags->trace);  // before the dumps are read, like every output path
             // Left to the process's exit to free: at a thousand dumps, freeing two million
             // entries one by one takes longer than analysing them.
             const analyze::TraceSet& traces =

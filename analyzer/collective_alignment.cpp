@@ -1,11 +1,13 @@
 // Collectives aligned per group by sequence number: mismatches (op, dtype, size) decided by
-// majority or, without one, by which rank changed its own behaviour at the same call site;
-// then which ranks are behind the others (never joined, stuck, skipped one, or the majority
-// finished and a minority issued an extra collective).
+// majority or, without one, by which rank left the order of calls its own earlier steps repeat,
+// else which rank changed its own behaviour at the same call site, else undecided; then which
+// ranks are behind the others (never joined, stuck, skipped one, or the majority finished and a
+// minority issued an extra collective).
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "analyzer/analysis_util.h"
@@ -69,30 +71,212 @@ const std::vector<Check>& checks() {
   return all;
 }
 
+// The user's frames of a recorded stack (PyTorch's own frames left out), innermost first.
+std::vector<std::string> user_frames(const Entry& e) {
+  std::vector<std::string> out;
+  for (const std::string& frame : e.stack) {
+    if (!inside_torch(frame)) out.push_back(frame);
+  }
+  return out;
+}
+
+// Where in the program a call was made, alike for the same call on every step: the user's frames
+// of PyTorch's recorded stack (its call site alone is often one helper that every collective
+// goes through), else ddx's call-site label with its step numbers left out.
+std::string program_point(const Entry& e) {
+  std::string point;
+  for (const std::string& frame : user_frames(e)) point += frame + "|";
+  return point.empty() ? normalize_call_site(e.call_site) : point;
+}
+
+// "fr_job.py:84 train_step" from "/job/fr_job.py:84 in train_step".
+std::string short_frame(const std::string& frame) {
+  std::string out = frame.substr(frame.find_last_of('/') + 1);
+  const size_t in = out.find(" in ");
+  return in == std::string::npos ? out : out.substr(0, in) + " " + out.substr(in + 4);
+}
+
+// A call's place as a reader finds it: its call site, and for a recorded stack the caller too
+// (a helper's one line serves many calls).
+std::string place_text(const Entry& e) {
+  const std::vector<std::string> frames = user_frames(e);
+  std::string text = "'" + e.call_site + "'";
+  if (frames.size() > 1) text += " from '" + short_frame(frames[1]) + "'";
+  return text;
+}
+
+// Whether `earlier` was made at the place in the program `now` was, on an earlier step: the same
+// user frames of PyTorch's stack, or ddx's label with another step number.
+bool same_place_earlier_step(const Entry& earlier, const Entry& now) {
+  if (!now.stack.empty()) return program_point(earlier) == program_point(now);
+  return earlier.call_site != now.call_site && normalize_call_site(earlier.call_site) == normalize_call_site(now.call_site);
+}
+
 // The most recent earlier entry of `rank` in the group at the same call site (steps differ).
 const Entry* previous_at_same_site(const GroupView& g, int rank, const Entry& now) {
   if (now.call_site.empty()) return nullptr;
-  const std::string site = normalize_call_site(now.call_site);
   auto it = g.entries.find(rank);
   if (it == g.entries.end()) return nullptr;
   const Entry* found = nullptr;
   for (const auto& [seq, e] : it->second) {
     if (seq >= now.seq) break;
-    if (e->call_site != now.call_site && normalize_call_site(e->call_site) == site) found = e;
+    if (same_place_earlier_step(*e, now)) found = e;
   }
   return found;
 }
 
 struct Decision {
-  std::vector<int> culprits;
+  std::vector<int> culprits;  // empty: undecided
   std::vector<int> affected;
   std::string culprit_value, expected_value, decided_by;
 };
 
+using Sides = std::vector<std::pair<std::string, std::vector<int>>>;  // value -> ranks, largest first
+
+std::string tally(const Sides& order) {
+  std::string out;
+  for (const auto& side : order) out += (out.empty() ? "" : " vs ") + std::to_string(side.second.size());
+  return out;
+}
+
+// The first number, up to `seq`, at which the ranks of `order` called from different places in
+// the program: where their paths parted.
+std::optional<uint64_t> parting(const GroupView& g, const Sides& order, uint64_t seq) {
+  const int first_rank = order[0].second.front();
+  for (const auto& [s, e] : g.entries.at(first_rank)) {
+    if (s > seq) break;
+    const std::string point = program_point(*e);
+    for (const auto& side : order) {
+      for (int r : side.second) {
+        const auto& mine = g.entries.at(r);
+        auto it = mine.find(s);
+        if (it != mine.end() && program_point(*it->second) != point) return s;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// How a rank's calls from #from to #to follow the order its own calls before #from repeat (a
+// training loop's collectives come in the same order every step).
+struct OrderCheck {
+  bool has_history = false;                            // two consecutive calls before #from
+  const Entry* before = nullptr, *after = nullptr;     // the first pair in an order never seen
+};
+
+OrderCheck check_order(const std::map<uint64_t, const Entry*>& mine, uint64_t from, uint64_t to) {
+  OrderCheck out;
+  std::set<std::pair<std::string, std::string>> known;
+  const Entry* prev = nullptr;
+  for (const auto& [s, e] : mine) {
+    if (s > to) break;
+    if (prev && prev->seq + 1 == s) {
+      std::pair<std::string, std::string> step{program_point(*prev), program_point(*e)};
+      if (s < from) {
+        known.insert(std::move(step));
+      } else if (!known.count(step)) {
+        out.before = prev;
+        out.after = e;
+        break;
+      }
+    }
+    prev = e;
+  }
+  out.has_history = !known.empty();
+  return out;
+}
+
+// Whether `culprits` and `others` are the two sides of the mismatch at `seq`: the others all
+// called one thing and no culprit called it (else "rank 1 called X where the others called X").
+bool splits_the_sides(const GroupView& g, uint64_t seq, const std::vector<int>& culprits,
+                      const std::vector<int>& others, const Attribute& value) {
+  const std::string expected = value(*g.entries.at(others.front()).at(seq));
+  for (int r : others) {
+    if (value(*g.entries.at(r).at(seq)) != expected) return false;
+  }
+  for (int r : culprits) {
+    if (value(*g.entries.at(r).at(seq)) == expected) return false;
+  }
+  return true;
+}
+
+// No majority: the ranks whose calls left the order their own earlier steps repeat, while the
+// others kept to it, are the culprits (rank 1 skipped the rest of a step and is back at its
+// first all_reduce while rank 0 goes on to the step's barrier).
+std::optional<Decision> decide_by_program_order(const GroupView& g, uint64_t seq, const Sides& order,
+                                                const Attribute& value) {
+  const std::optional<uint64_t> from = parting(g, order, seq);
+  if (!from) return std::nullopt;
+  std::vector<int> left, kept;
+  OrderCheck first_left;
+  for (const auto& side : order) {
+    for (int r : side.second) {
+      const OrderCheck c = check_order(g.entries.at(r), *from, seq);
+      if (!c.has_history) return std::nullopt;
+      if (c.after) {
+        if (left.empty()) first_left = c;
+        left.push_back(r);
+      } else {
+        kept.push_back(r);
+      }
+    }
+  }
+  if (left.empty() || kept.empty() || !splits_the_sides(g, seq, left, kept, value)) return std::nullopt;
+  std::sort(left.begin(), left.end());
+  std::sort(kept.begin(), kept.end());
+  Decision d;
+  d.culprits = left;
+  d.affected = kept;
+  d.culprit_value = value(*g.entries.at(left.front()).at(seq));
+  d.expected_value = value(*g.entries.at(kept.front()).at(seq));
+  const Entry& b = *first_left.before;
+  const Entry& a = *first_left.after;
+  d.decided_by = "no majority (" + tally(order) + "); " + rank_list(left) + " left the order of calls " +
+                 (left.size() == 1 ? "its" : "their") + " earlier steps repeat: " + op_name(b) + " #" +
+                 std::to_string(b.seq) + " at " + place_text(b) + " was followed by " + op_name(a) + " #" +
+                 std::to_string(a.seq) + " at " + place_text(a) + ", as never before; " + rank_list(kept) +
+                 " kept to it";
+  return d;
+}
+
+// No majority, and every rank kept its order: the ranks that changed what they call at this
+// place in the program since an earlier step are the culprits (all_gather where the step
+// before had all_reduce).
+std::optional<Decision> decide_by_call_site_history(const GroupView& g, uint64_t seq, const Sides& order,
+                                                    const Attribute& value) {
+  std::vector<int> changed, steady;
+  std::string history;
+  for (const auto& [val, ranks] : order) {
+    for (int r : ranks) {
+      const Entry* now = g.entries.at(r).at(seq);
+      const Entry* before = previous_at_same_site(g, r, *now);
+      if (!before) return std::nullopt;
+      if (value(*before) != val) {
+        changed.push_back(r);
+        history = "rank " + std::to_string(r) + " called " + value(*before) + " at " + place_text(*before) +
+                  " (#" + std::to_string(before->seq) + ") and " + val + " at " + place_text(*now);
+      } else {
+        steady.push_back(r);
+      }
+    }
+  }
+  if (changed.empty() || steady.empty() || !splits_the_sides(g, seq, changed, steady, value)) return std::nullopt;
+  std::sort(changed.begin(), changed.end());
+  std::sort(steady.begin(), steady.end());
+  Decision d;
+  d.culprits = changed;
+  d.affected = steady;
+  d.culprit_value = value(*g.entries.at(changed[0]).at(seq));
+  d.expected_value = value(*g.entries.at(steady[0]).at(seq));
+  d.decided_by = "no majority (" + tally(order) + "); " + history +
+                 ", while the others did the same as at that call site before";
+  return d;
+}
+
 // sides: value -> ranks holding it.
 Decision decide(const GroupView& g, uint64_t seq, const std::map<std::string, std::vector<int>>& sides,
                 const Attribute& value) {
-  std::vector<std::pair<std::string, std::vector<int>>> order(sides.begin(), sides.end());
+  Sides order(sides.begin(), sides.end());
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   size_t total = 0;
@@ -109,41 +293,14 @@ Decision decide(const GroupView& g, uint64_t seq, const std::map<std::string, st
                    std::to_string(order[0].second.size()) + " of " + std::to_string(total) + ")";
     return d;
   }
-  // No majority: the rank that changed what it does at this call site is the odd one out.
-  std::vector<int> changed, steady;
-  std::string history;
-  for (const auto& [val, ranks] : order) {
-    for (int r : ranks) {
-      const Entry* now = g.entries.at(r).at(seq);
-      const Entry* before = previous_at_same_site(g, r, *now);
-      if (before && value(*before) != val) {
-        changed.push_back(r);
-        history = "rank " + std::to_string(r) + " called " + value(*before) + " at '" +
-                  before->call_site + "' (#" + std::to_string(before->seq) + ") and " + val +
-                  " at '" + now->call_site + "'";
-      } else if (before) {
-        steady.push_back(r);
-      }
-    }
-  }
-  if (!changed.empty() && !steady.empty() && changed.size() + steady.size() == total) {
-    std::sort(changed.begin(), changed.end());
-    d.culprits = changed;
-    d.affected = steady;
-    const Entry* c = g.entries.at(changed[0]).at(seq);
-    const Entry* s = g.entries.at(steady[0]).at(seq);
-    d.culprit_value = value(*c);
-    d.expected_value = value(*s);
-    d.decided_by = "no majority (" + std::to_string(order[0].second.size()) + " vs " +
-                   std::to_string(order[1].second.size()) + "); " + history +
-                   ", while the others did the same as at that call site before";
-    return d;
-  }
-  for (const auto& side : order) d.culprits.insert(d.culprits.end(), side.second.begin(), side.second.end());
-  std::sort(d.culprits.begin(), d.culprits.end());
-  d.culprit_value = order[1].first;
-  d.expected_value = order[0].first;
-  d.decided_by = "no majority and no earlier step at the same call site to tell who changed: any of these";
+  if (auto by_order = decide_by_program_order(g, seq, order, value)) return *by_order;
+  if (auto by_history = decide_by_call_site_history(g, seq, order, value)) return *by_history;
+  // Nothing tells the sides apart: naming one would be a guess.
+  for (const auto& side : order) d.affected.insert(d.affected.end(), side.second.begin(), side.second.end());
+  std::sort(d.affected.begin(), d.affected.end());
+  d.decided_by = "undecided: no majority (" + tally(order) +
+                 "), and neither the order of each rank's calls nor what it called at this call site on earlier "
+                 "steps shows which side changed";
   return d;
 }
 
@@ -154,15 +311,6 @@ int calls_at_site(const GroupView& g, int rank, const std::string& site, uint64_
     if (seq >= first && seq <= last && e->call_site == site) ++n;
   }
   return n;
-}
-
-// The user's frames of a recorded stack (PyTorch's own frames left out), innermost first.
-std::vector<std::string> user_frames(const Entry& e) {
-  std::vector<std::string> out;
-  for (const std::string& frame : e.stack) {
-    if (!inside_torch(frame)) out.push_back(frame);
-  }
-  return out;
 }
 
 // Whether the culprit's call came from the same place in the user's code as the others' (a frame
@@ -203,12 +351,59 @@ void skipped_instead_of_mismatched(const GroupView& g, Finding& f) {
                  rank_list(f.affected) + " " + std::to_string(others) + "; " + f.decided_by;
   f.summary = "rank " + std::to_string(culprit) + " skipped " + op_name(theirs) + " at '" + theirs.call_site +
               "' and went on to " + op_name(mine) + (mine.call_site.empty() ? "" : " at '" + mine.call_site + "'") +
-              ", so it never joined " + describe(theirs) + " that " + rank_list(f.affected) + " wait in";
+              ", so it never joined " + describe(theirs) + " that " + rank_list(f.affected) + " " + verb_for(f.affected, "wait") + " in";
 }
 
 // Whether two entries are the same call as every check reads it (op, dtype, size).
 bool same_call(const Entry& a, const Entry& b) {
   return a.op == b.op && a.reduce_op == b.reduce_op && a.dtype == b.dtype && a.in_shape == b.in_shape;
+}
+
+// The finding for a mismatch at `seq` as `d` decided it. Undecided, it names no rank and no op
+// as the culprit's: each side's call is in the summary, alike in the text and the JSON.
+Finding mismatch_finding(const GroupView& g, uint64_t seq, const Check& check,
+                         const std::map<std::string, std::vector<int>>& sides, const Decision& d) {
+  Finding f;
+  f.kind = check.kind;
+  f.culprits = d.culprits;
+  f.affected = d.affected;
+  f.group = g.name;
+  f.seq = seq;
+  f.decided_by = d.decided_by;
+  for (const auto& [val, ranks] : sides) {
+    const Entry& e = *g.entries.at(ranks[0]).at(seq);
+    f.evidence.push_back(rank_list(ranks) + ": " + op_name(e) + " " + tensor_text(e) +
+                         (e.call_site.empty() ? "" : " at '" + e.call_site + "'") + ", " + e.state);
+    if (!d.culprits.empty() && val == d.expected_value) f.expected_op = e.op;
+  }
+  // The whole call for dtype and size mismatches: "all_reduce(sum) float32 [1000]".
+  auto call = [&](const std::string& value, const Entry& e) {
+    return check.kind == FindingKind::OpMismatch ? value : op_name(e) + " " + tensor_text(e);
+  };
+  std::ostringstream s;
+  if (d.culprits.empty()) {
+    s << "ranks disagree on #" << seq << " on group " << g.name << ": ";
+    std::vector<std::pair<std::string, std::vector<int>>> by_rank(sides.begin(), sides.end());
+    std::sort(by_rank.begin(), by_rank.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    for (size_t i = 0; i < by_rank.size(); ++i) {
+      const Entry& e = *g.entries.at(by_rank[i].second[0]).at(seq);
+      s << (i ? ", " : "") << rank_list(by_rank[i].second) << " called " << call(by_rank[i].first, e);
+      if (!e.call_site.empty()) s << " (at '" << e.call_site << "')";
+    }
+    s << "; nothing shows which side changed";
+    f.summary = s.str();
+    return f;
+  }
+  const Entry& mine = *g.entries.at(d.culprits[0]).at(seq);
+  f.op = mine.op;
+  f.call_site = mine.call_site;
+  s << rank_list(f.culprits) << " called " << call(d.culprit_value, mine) << " as #" << seq << " on group " << g.name;
+  if (!f.call_site.empty()) s << " (at '" << f.call_site << "')";
+  if (!d.expected_value.empty()) {
+    s << " where the others called " << call(d.expected_value, *g.entries.at(d.affected.front()).at(seq));
+  }
+  f.summary = s.str();
+  return f;
 }
 
 // The first sequence number at which the members disagree, per group.
@@ -243,41 +438,8 @@ std::vector<Finding> mismatches(const GroupView& g) {
         if (it != by_seq.end()) sides[check.value(*it->second)].push_back(rank);
       }
       if (sides.size() < 2) continue;
-      Decision d = decide(g, seq, sides, check.value);
-      Finding f;
-      f.kind = check.kind;
-      f.culprits = d.culprits;
-      f.affected = d.affected;
-      f.group = g.name;
-      f.seq = seq;
-      const Entry& mine = *g.entries.at(d.culprits[0]).at(seq);
-      f.op = mine.op;
-      f.call_site = mine.call_site;
-      f.decided_by = d.decided_by;
-      for (const auto& [val, ranks] : sides) {
-        const Entry& e = *g.entries.at(ranks[0]).at(seq);
-        f.evidence.push_back(rank_list(ranks) + ": " + op_name(e) + " " + tensor_text(e) +
-                             (e.call_site.empty() ? "" : " at '" + e.call_site + "'") + ", " + e.state);
-        if (val == d.expected_value) f.expected_op = e.op;
-      }
-      // The whole call for dtype and size mismatches: "all_reduce(sum) float32 [1000]".
-      auto call = [&](const std::string& value) {
-        if (check.kind == FindingKind::OpMismatch) return value;
-        for (const auto& [val, ranks] : sides) {
-          if (val == value) {
-            const Entry& e = *g.entries.at(ranks[0]).at(seq);
-            return op_name(e) + " " + tensor_text(e);
-          }
-        }
-        return value;
-      };
-      std::ostringstream s;
-      s << rank_list(f.culprits) << " called " << call(d.culprit_value) << " as #" << seq << " on group "
-        << g.name;
-      if (!f.call_site.empty()) s << " (at '" << f.call_site << "')";
-      if (!d.expected_value.empty()) s << " where the others called " << call(d.expected_value);
-      f.summary = s.str();
-      if (check.kind == FindingKind::OpMismatch) skipped_instead_of_mismatched(g, f);
+      Finding f = mismatch_finding(g, seq, check, sides, decide(g, seq, sides, check.value));
+      if (check.kind == FindingKind::OpMismatch && !f.culprits.empty()) skipped_instead_of_mismatched(g, f);
       return {f};  // later sequence numbers only show the consequences
     }
   }
@@ -425,7 +587,7 @@ std::vector<Finding> behind(const GroupView& g, const TraceSet& traces) {
       f.kind = FindingKind::Stuck;
       f.summary = "rank " + std::to_string(r) + " is stuck in " + describe(*last) + " (in flight " +
                   seconds(d.seconds_before_dump(last->enqueue_us)) + ") while " + rank_list(ahead) +
-                  " wait in " + their_op;
+                  " " + verb_for(ahead, "wait") + " in " + their_op;
     } else {
       f.kind = FindingKind::NeverJoined;
       std::string idle = last && last->end_us > 0 ? ", idle " + seconds(d.seconds_before_dump(last->end_us)) +

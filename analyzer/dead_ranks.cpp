@@ -94,7 +94,7 @@ std::vector<Finding> find_dead_ranks(const TraceSet& traces) {
       f.summary = "rank " + std::to_string(r) + " left " +
                   (problem == "no dump" ? "no dump: it crashed or was killed before it could write one, the prime suspect"
                                         : "an unusable dump") +
-                  (blocked ? "; " + rank_list(waiting) + " wait for it in " + describe(*blocked) : "");
+                  (blocked ? "; " + rank_list(waiting) + " " + verb_for(waiting, "wait") + " for it in " + describe(*blocked) : "");
       f.decided_by = problem;
     }
     f.evidence.insert(f.evidence.end(), evidence.begin(), evidence.end());

@@ -165,7 +165,7 @@ Diagnosis diagnose(const TraceSet& traces) {
   // (a sub-group's missing all_reduce also keeps its members from the world's next one).
   auto waits_elsewhere = [&](const Finding& f, const Finding& other) {
     if (f.kind != FindingKind::NeverJoined && f.kind != FindingKind::Stuck) return false;
-    if (other.group == f.group || f.culprits.empty()) return false;
+    if (other.group == f.group || f.culprits.empty() || other.culprits.empty()) return false;
     for (int r : f.culprits) {
       if (std::find(other.affected.begin(), other.affected.end(), r) == other.affected.end()) return false;
       if (std::find(other.culprits.begin(), other.culprits.end(), r) != other.culprits.end()) return false;

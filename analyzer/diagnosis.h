@@ -1,8 +1,9 @@
 #pragma once
 // The hang analysis: align every group's collectives across ranks by sequence number and name
 // the culprit. Decisions are by majority, never by taking one rank (rank 0) as the reference;
-// where there is no majority (two ranks), a rank that deviates from what it did at the same
-// call site earlier is the culprit; otherwise every side is named.
+// where there is no majority (two ranks), by each rank's own history: the rank whose calls left
+// the order its earlier steps repeat, else the one that deviates from what it did at the same
+// call site earlier, is the culprit; otherwise the finding names no culprit (undecided).
 #include <map>
 #include <set>
 #include <string>

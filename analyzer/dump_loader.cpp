@@ -323,8 +323,12 @@ TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& 
     }
   }
   if (files.empty()) {
+    // The usual cause with a PyTorch job: its recorder was on, but nothing made it write.
     throw UsageError(set.dir + ": no flight recorder dumps in it (files named <prefix><rank>: ddx-fr-rank<R>.json, " +
-                     "PyTorch's nccl_trace_rank_<R>" + (prefix.empty() ? std::string() : ", or " + prefix + "<R>") + ")");
+                     "PyTorch's nccl_trace_rank_<R>" + (prefix.empty() ? std::string() : ", or " + prefix + "<R>") +
+                     "); PyTorch writes them only when NCCL's watchdog fires or the job calls "
+                     "torch._C._distributed_c10d._dump_fr_trace() (on Gloo, only the latter): "
+                     "docs/analyze-pytorch.md section 1");
   }
   std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::map<int, RankDump> parsed;

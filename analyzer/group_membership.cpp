@@ -46,7 +46,7 @@ std::vector<Finding> find_membership_mismatches(const TraceSet& traces) {
     }
     if (culprits.empty()) continue;
     for (const auto& [members, holders] : by_members) {
-      evidence.push_back(rank_list(holders) + (holders.size() == 1 ? " sees" : " see") + " group " + group +
+      evidence.push_back(rank_list(holders) + " " + verb_for(holders, "see") + " group " + group +
                          " as ranks " + members_text(members));
     }
     Finding f;
@@ -62,7 +62,8 @@ std::vector<Finding> find_membership_mismatches(const TraceSet& traces) {
       if (const Entry* e = last_collective(d->second, group)) place_at(f, *e);
     }
     const bool tie = f.affected.empty();
-    f.summary = rank_list(f.culprits) + (tie ? " disagree" : " disagrees with " + rank_list(f.affected)) +
+    f.summary = rank_list(f.culprits) + " " + verb_for(f.culprits, "disagree") +
+                (tie ? "" : " with " + rank_list(f.affected)) +
                 " on who is in group " + group + ": a collective on it cannot complete";
     f.decided_by = tie ? "no majority: every side named" : "majority of the ranks that know the group";
     f.evidence = evidence;

@@ -78,8 +78,9 @@ void pad(std::ostringstream& out, const std::string& text, size_t width) {
 std::string verdict_line(const TraceSet& traces, const Diagnosis& dx) {
   if (dx.findings.empty()) return "no problem found";
   const Finding& f = dx.findings.front();
-  return "VERDICT: " + std::string(to_string(f.kind)) + ": " + f.summary + " [culprit: " +
-         who(traces, f.culprits) + "]";
+  // A finding that names no rank says so, rather than leave the brackets empty.
+  const std::string culprit = f.culprits.empty() ? "undecided" : who(traces, f.culprits);
+  return "VERDICT: " + std::string(to_string(f.kind)) + ": " + f.summary + " [culprit: " + culprit + "]";
 }
 
 std::string render_text(const TraceSet& traces, const Diagnosis& dx) {

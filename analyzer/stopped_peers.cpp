@@ -60,8 +60,8 @@ std::vector<Finding> find_stopped_peers(const TraceSet& traces) {
                                         describe(*last)
                                   : "";
     f.summary = who(b) + " stopped: " + waits_text + ", and rank " + std::to_string(b) + " has no op in flight" + idle;
-    f.decided_by = "its dump shows nothing in flight while " + rank_list(f.affected) +
-                   (f.affected.size() == 1 ? " waits" : " wait") + " on it";
+    f.decided_by = "its dump shows nothing in flight while " + rank_list(f.affected) + " " +
+                   verb_for(f.affected, "wait") + " on it";
     f.evidence.push_back("rank " + std::to_string(b) + ": nothing in flight" + idle);
     out.push_back(f);
   }

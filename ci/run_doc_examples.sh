@@ -37,6 +37,7 @@ full	ddx launch -np 8 -- ddx probe compute
 full	ddx launch -np 8 -- ddx probe memory --json memory.json
 skip a SLURM cluster with GPUs	srun ddx probe compute --dtypes bf16 --sizes 8192
 cheap	ddx launch -np 2 -- ddx probe compute
+cheap	ddx launch -np 2 -- sh -c 'echo "report of rank $RANK"; echo "note from rank $RANK" >&2'
 skip a cgroup named slow with a CPU quota (NodeProbes.ARankUnderACpuQuotaIsNamedByComputeAndMemory makes one and runs this)	ddx launch -np 2 -- sh -c 'if [ "$RANK" = 1 ]; then echo $$ > /sys/fs/cgroup/cpu/slow/cgroup.procs; fi; exec "$@"' sh ddx probe compute --sizes 256,512
 skip two hosts (MultiNode.ComputeAndMemoryNameAHostUnderACpuQuotaAsAHost runs it on simulated hosts)	ddx launch --nnodes 2 --node-rank {0,1} ... -np 2 -- ddx probe memory --array-bytes 16M
 cheap	ddx probe gpu-health
@@ -49,10 +50,11 @@ skip your own runs' files	ddx compare run-a/metrics.jsonl tensorboard-export.csv
 cheap	DDX_CPU_THREADS=1 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 1 --no-progress --save-dir threads1 --metrics-file threads1.jsonl
 cheap	DDX_CPU_THREADS=2 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 1 --no-progress --save-dir threads2 --metrics-file threads2.jsonl
 cheap	ddx compare threads1.jsonl threads2.jsonl --plot threads.svg
-full 1	ddx compare threads1.jsonl threads2.jsonl --rtol 0 --atol 0 --plot ""
+full 1	ddx compare threads1.jsonl threads2.jsonl --rtol 0 --atol 0
 skip a cluster's own earlier report	ddx validate --np 8 --baseline last-week/validate.json --junit validate.xml
 full	ddx validate --np 2 --out last-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4
 full 1	ATEN_CPU_CAPABILITY=default ddx validate --np 2 --out this-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --baseline last-week/validate.json
+skip needs an earlier run's validate-report/ (Validate.ASecondRunIntoTheSameFolderJudgesItsOwnFilesAndKeepsTheFirst runs the same)	ddx validate --np 2 --baseline validate-report/validate.json
 skip builds and runs the whole test suite, which runs this script	bash ci/test.sh
 skip installs packages on a fresh machine	bash ci/bootstrap.sh
 skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8 -e 8G -f 2
@@ -93,6 +95,7 @@ skip reads a cluster's dump folder	ddx analyze -p nccl_trace_rank_ /shared/fr/12
 skip reads a cluster's dump folder	ddx analyze /shared/fr/12345/nccl_trace_rank_0 /shared/fr/12345/nccl_trace_rank_1
 cheap	mkdir -p fr
 full	TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=$PWD/fr/nccl_trace_rank_ FR_FAULT=compute .venv/bin/torchrun --standalone --nproc-per-node 4 tests/python/fr_job.py
+full	TORCH_FR_BUFFER_SIZE=2000 TORCH_FR_DUMP_TEMP_FILE=$PWD/fr/nccl_trace_rank_ FR_FAULT=rest FR_CULPRIT=1 .venv/bin/torchrun --standalone --nproc-per-node 2 tests/python/fr_job.py
 full 1	ddx analyze fr
 full 1	ddx analyze --trace fr-trace.json fr
 full	ddx analyze -j --selected-ranks 2 --pg-filters default_pg fr
@@ -195,11 +198,13 @@ skip needs a running ddx train job in that run folder (tests/dist/top_test.cpp r
 skip a job whose store is on host gpu001	ddx top --master-addr gpu001 --master-port 29500
 skip GPU hosts reachable over ssh, listed in ./hosts	ddx top --hosts hosts
 cheap	ddx top --once
+skip needs the run folder of a finished job (TopTest.AFinishedJobIsSaidToHaveEndedInOneLine makes one and runs this)	ddx top --run run --once
 cheap	echo $?
 full	ddx parity
 full	ddx parity --strategies ddp,ddp-zero1 --world-sizes 2,4 --steps 20 --uneven-tokens --out parity-out
 full	ddx parity --save-golden golden.json
 full	ddx parity --golden golden.json
+cheap 2	ddx parity --strategies 2d --world-sizes 2
 cheap 2	RANK=5 WORLD_SIZE=4 MASTER_ADDR=h MASTER_PORT=1 ddx probe selfcheck
 cheap 2	RANK=0 WORLD_SIZE=2 MASTER_ADDR=h MASTER_PORT=abc ddx probe selfcheck
 cheap 2	SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_STEP_NUM_TASKS=2 SLURM_JOB_NODELIST='gpu[001-002' SLURM_JOB_ID=123 ddx probe selfcheck

@@ -1,6 +1,7 @@
 #include "cli/usage_errors.h"
 
 #include <cctype>
+#include <regex>
 
 #include "ddx/text.h"
 
@@ -100,6 +101,71 @@ bool runs_a_command(const CLI::App& app) {
 
 std::string see_help(const Scan& s) { return " (see " + s.command + " --help)"; }
 
+// The option a value error is about. CLI11 starts a ValidationError with its name ("--max-steps:
+// Value abc not in range ...") and names it in a ConversionError ("Could not convert: --seed =
+// abc"); it is looked up in the innermost subcommand named, then in the ones around it.
+const CLI::Option* option_of_value_error(const Scan& s, const CLI::ParseError& error) {
+  const std::string text = error.what();
+  std::string name;
+  if (dynamic_cast<const CLI::ValidationError*>(&error)) {
+    name = text.substr(0, text.find(": "));
+  } else if (dynamic_cast<const CLI::ConversionError*>(&error)) {
+    const std::string lead = "Could not convert: ";
+    if (text.rfind(lead, 0) == 0) name = text.substr(lead.size(), text.find(" = ") - lead.size());
+  }
+  if (name.empty()) return nullptr;
+  for (const CLI::App* app = s.app; app != nullptr; app = app->get_parent()) {
+    if (const CLI::Option* opt = app->get_option_no_throw(name)) return opt;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts(1);
+  for (char c : text) {
+    if (c == separator) {
+      parts.emplace_back();
+    } else {
+      parts.back() += c;
+    }
+  }
+  return parts;
+}
+
+// What the option takes, in words, from the type and the checks it was declared with ("INT",
+// "INT in [0 - 1099511627776]", "{fp32,bf16,fp64}", "NONNEGATIVE"); empty when they say nothing
+// plainer than CLI11's own message (a file that must exist, say).
+std::string expected_value(const CLI::Option& opt) {
+  const std::vector<std::string> parts = split(opt.get_type_name(), ':');  // the type, then each check
+  const std::string& type = parts.front();
+  const bool whole = type == "INT" || type == "UINT" || type == "N";
+  const std::string number = whole ? "a whole number" : "a number";
+  static const std::regex range(R"(^\w+ in \[(.+) - (.+)\]$)");
+  for (size_t i = parts.size() - 1; i >= 1; --i) {  // the last check is the most specific
+    std::smatch m;
+    if (std::regex_match(parts[i], m, range)) return number + " from " + m[1].str() + " to " + m[2].str();
+    if (parts[i] == "NONNEGATIVE") return number + ", 0 or more";
+    if (parts[i] == "POSITIVE") return number + " above 0";
+    if (parts[i].size() >= 2 && parts[i].front() == '{' && parts[i].back() == '}') {
+      return "one of: " + join(split(parts[i].substr(1, parts[i].size() - 2), ','));
+    }
+  }
+  if (whole) return type == "UINT" ? "a whole number, 0 or more" : "a whole number";
+  if (type == "FLOAT") return number;
+  return "";
+}
+
+// "--max-steps 'abc' is not a whole number from 0 to 1099511627776": the flag, the value as
+// given and what it takes, in place of CLI11's "Value abc not in range 0 to 1099511627776".
+// Empty when the error is not about a value or the option's declaration says nothing plainer.
+std::string describe_bad_value(const Scan& s, const CLI::ParseError& error) {
+  const CLI::Option* opt = option_of_value_error(s, error);
+  if (!opt || opt->results().empty()) return "";
+  const std::string expected = expected_value(*opt);
+  if (expected.empty()) return "";
+  return opt->get_name() + " '" + join(opt->results(), ",") + "' is not " + expected;
+}
+
 }  // namespace
 
 std::string describe_parse_error(const CLI::App& app, const std::vector<std::string>& args,
@@ -123,6 +189,7 @@ std::string describe_parse_error(const CLI::App& app, const std::vector<std::str
     return "unknown subcommand '" + s.stray_word + "'" + (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
            " Subcommands: " + join(names) + see_help(s);
   }
+  if (const std::string bad = describe_bad_value(s, error); !bad.empty()) return bad + see_help(s);
   return error.what() + see_help(s);
 }
 

@@ -24,6 +24,20 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+// Whether `line` starts with ddx's own log prefix for `rank` ("[rank 3/8 host:pid] I ...", made
+// by ddx::log in runtime/src/core/log.cpp): it already says which rank wrote it.
+bool carries_ddx_rank_prefix(const std::string& line, int rank) {
+  return line.rfind("[rank " + std::to_string(rank) + "/", 0) == 0;
+}
+
+// The console's copy of one line: one rank label, never two. Rank 0's report goes out as is, so
+// that `ddx launch -np 8 -- ddx probe bandwidth > out.txt` parses as nccl-tests' output does; a
+// line of ddx's logger keeps its own label; anything else gets "[rank N]: ".
+std::string console_line(const OutputStream& spec, const std::string& line) {
+  if (spec.is_report || carries_ddx_rank_prefix(line, spec.rank)) return line + "\n";
+  return "[rank " + std::to_string(spec.rank) + "]: " + line + "\n";
+}
+
 }  // namespace
 
 OutputPump::OutputPump(std::vector<OutputStream> specs) {
@@ -138,8 +152,7 @@ void OutputPump::emit_line(Stream& s, const std::string& line) {
   if (s.log_fd >= 0) write_all(s.log_fd, line + "\n");
   if (s.spec.to_console) {
     // One write per line: lines of different ranks never interleave mid-line.
-    write_all(s.spec.is_stderr ? STDERR_FILENO : STDOUT_FILENO,
-              "[rank " + std::to_string(s.spec.rank) + "]: " + line + "\n");
+    write_all(s.spec.is_stderr ? STDERR_FILENO : STDOUT_FILENO, console_line(s.spec, line));
   }
   if (s.spec.is_stderr && line.find_first_not_of(" \t\r") != std::string::npos) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,6 +1,8 @@
 #pragma once
-// Copies every worker's stdout and stderr, line by line, to the console (prefixed
-// "[rank N]:") and/or to per-rank log files, from one thread blocked in poll().
+// Copies every worker's stdout and stderr, line by line, to the console and/or to per-rank log
+// files, from one thread blocked in poll(). On the console each line says once which rank wrote
+// it: "[rank N]: " in front, except for lines that already carry ddx's log prefix for that rank
+// and for rank 0's stdout, the job's report (see console_line in output_pump.cpp).
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -16,6 +18,9 @@ struct OutputStream {
   bool is_stderr = false;
   std::string log_path;    // empty: no file
   bool to_console = true;
+  // Rank 0's stdout: the job's report (nccl-tests' table of `ddx probe bandwidth`, doctor's
+  // checks), copied to the console as is, as torchrun, srun and mpiexec do.
+  bool is_report = false;
 };
 
 class OutputPump {

@@ -135,6 +135,7 @@ std::vector<OutputStream> output_streams(const WorkerGroup& group, const LaunchO
       s.rank = w.slot.rank;
       s.is_stderr = is_stderr;
       s.to_console = console;
+      s.is_report = !is_stderr && w.slot.rank == 0;
       if (!w.log_dir.empty()) s.log_path = w.log_dir + (is_stderr ? "/stderr.log" : "/stdout.log");
       streams.push_back(s);
     }

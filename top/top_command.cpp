@@ -1,12 +1,18 @@
 // `ddx top`: a live view of a running ddx job and its nodes (docs/top.md). The job is read
 // from its store (the ranks' heartbeats, read-only), the nodes from NVML or /proc on this
-// host and over ssh for --hosts; alarms go to the screen and to a JSONL event log.
+// host and over ssh for --hosts; alarms go to the screen and, when asked or with --run, to a
+// JSONL event log.
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +20,10 @@
 #include "ddx/errors.h"
 #include "ddx/flight_recorder.h"
 #include "ddx/job_file.h"
+#include "ddx/net_interface.h"
 #include "ddx/store_observer.h"
 #include "ddx/watchdog.h"
+#include "doctor/doctor_facts.h"
 #include "top/event_log.h"
 #include "top/job_monitor.h"
 #include "top/node_stats.h"
@@ -45,14 +53,60 @@ struct TopOptions {
   std::string events;
 };
 
+// The job's store is gone: said in one line, with why ddx top thinks so, instead of c10d's.
+struct JobUnreachable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Whether a plain TCP connection to host:port succeeds within 2 s; else why not, as
+// one clause ("refuses connections (Connection refused)"). Tried before c10d's client connects:
+// that client retries a refused port for its whole timeout and prints warnings with C++
+// backtraces, where a finished job's port refuses at once.
+struct PortCheck {
+  bool answers = false;
+  bool resolves = true;
+  std::string why;
+};
+
+PortCheck check_port(const std::string& host, int port) {
+  constexpr int kConnectTimeoutMs = 2000;
+  PortCheck c;
+  std::string resolve_error;
+  const std::vector<std::string> addresses = resolve_host(host, &resolve_error);
+  if (addresses.empty()) {
+    c.resolves = false;
+    c.why = host + " does not resolve (" + resolve_error + ")";
+    return c;
+  }
+  for (const std::string& address : addresses) {
+    const nlohmann::json link = doctor::connect_to(host, address, port, kConnectTimeoutMs);
+    c.answers = link.value("ok", false);
+    if (c.answers) return c;
+    if (c.why.empty()) c.why = "refuses connections (" + link.value("error", std::string("no answer")) + ")";
+  }
+  return c;
+}
+
 // The job's store, reconnected after a failure; world size learnt from the heartbeats.
 class JobSource {
  public:
   JobSource(std::string addr, int port, int world_size) : addr_(std::move(addr)), port_(port), world_size_(world_size) {}
+  // With --run: rank 0's host and pid from job.json, so a store that is gone can be told apart
+  // from one this host cannot reach.
+  void set_job_file(const JobFile& job, std::string path) {
+    rank0_host_ = job.host;
+    rank0_pid_ = job.pid;
+    job_file_ = std::move(path);
+  }
   std::string name() const { return addr_ + ":" + std::to_string(port_); }
-  void connect() { store_ = observe_job_store(addr_, port_, std::chrono::milliseconds(3000)); }
+  void connect() {
+    const PortCheck port = check_port(addr_, port_);
+    if (!port.answers) throw JobUnreachable(unreachable_message(port));
+    store_ = observe_job_store(addr_, port_, std::chrono::milliseconds(3000));
+  }
 
-  // Heartbeats of every rank; throws std::runtime_error when the store is unreachable.
+  // Heartbeats of every rank; throws JobUnreachable when the store's port refuses, and
+  // std::runtime_error when c10d cannot read it.
   std::map<int, std::string> read() {
     if (!store_) connect();
     try {
@@ -75,10 +129,24 @@ class JobSource {
   int world_size() const { return std::max(world_size_, 0); }
 
  private:
+  // One line: the job appears to have ended (its store's port refuses, and rank 0's process is
+  // gone when this host can tell), or the store cannot be reached for another reason.
+  std::string unreachable_message(const PortCheck& port) const {
+    const std::string store = "the job's store at " + name();
+    if (!port.resolves) return "cannot reach " + store + ": " + port.why;
+    if (rank0_pid_ <= 0 || rank0_host_ != local_hostname()) return "the job appears to have ended: " + store + " " + port.why;
+    const std::string rank0 = "rank 0 (pid " + std::to_string(rank0_pid_) + " on " + rank0_host_ + ", from " + job_file_ + ")";
+    const bool rank0_alive = ::kill(rank0_pid_, 0) == 0 || errno == EPERM;
+    if (rank0_alive) return "cannot reach " + store + ": it " + port.why + ", although " + rank0 + " is still running";
+    return "the job appears to have ended: " + store + " " + port.why + " and " + rank0 + " is no longer running";
+  }
+
   static constexpr int kProbeRanks = 64;
   std::string addr_;
   int port_;
   int world_size_;
+  std::string rank0_host_, job_file_;
+  int rank0_pid_ = 0;
   std::unique_ptr<StoreObserver> store_;
 };
 
@@ -148,21 +216,25 @@ int run_top(TopOptions o) {
   if (!o.run_dir.empty()) {
     const JobFile f = read_job_file(o.run_dir);
     job = std::make_unique<JobSource>(f.master_addr, f.master_port, f.world_size);
+    job->set_job_file(f, job_file_path(o.run_dir));
+    // The job's own folder is where its alarms belong; without --run nothing is logged unless
+    // --events names a file, so ddx top never leaves a file in the current folder.
     if (o.events.empty()) o.events = o.run_dir + "/top-events.jsonl";
   } else if (o.master_port) {
     job = std::make_unique<JobSource>(o.master_addr.empty() ? "127.0.0.1" : o.master_addr, o.master_port, 0);
   }
   const std::vector<std::string> hosts = o.hosts_file.empty() ? std::vector<std::string>{} : read_hosts_file(o.hosts_file);
-  if (o.events.empty()) o.events = "ddx-top-events.jsonl";
-  EventLog events(o.events);
   if (job) {
     try {
       job->connect();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddx top: %s\n", e.what());
+      const std::string what = e.what();
+      std::fprintf(stderr, "ddx top: %s\n", what.substr(0, what.find('\n')).c_str());
       return 1;
     }
   }
+  // Opened once the job answers: a job that has ended gets no event log in its folder.
+  std::unique_ptr<EventLog> events = o.events.empty() ? nullptr : std::make_unique<EventLog>(o.events);
 
   top::Nvml nvml;
   JobMonitor monitor(mo);
@@ -176,6 +248,8 @@ int run_top(TopOptions o) {
       std::map<int, std::string> heartbeats;
       try {
         heartbeats = job->read();
+      } catch (const JobUnreachable& e) {
+        s.job_error = e.what();
       } catch (const std::exception& e) {
         const std::string what = e.what();
         s.job_error = "unreachable (" + what.substr(0, what.find('\n')) + "): has the job ended?";
@@ -187,7 +261,7 @@ int run_top(TopOptions o) {
     }
     s.nodes = collect_nodes(s, nvml, hosts, o);
     monitor.observe_nodes(s);
-    events.update(s);
+    if (events) events->update(s);
     return s;
   };
 
@@ -239,8 +313,8 @@ Subcommand add_top_command(CLI::App& app) {
   cmd->add_option("--memory-alarm", o->memory_alarm, "Fraction of a GPU's (or the host's) memory that raises an alarm")
       ->capture_default_str();
   cmd->add_option("--events", o->events,
-                  "JSONL log of alarms raised and cleared (default: <run folder>/top-events.jsonl with --run, "
-                  "else ./ddx-top-events.jsonl)");
+                  "JSONL log of alarms raised and cleared, appended to (default: <run folder>/top-events.jsonl with "
+                  "--run, else none)");
   return {cmd, [o] { return run_top(*o); }};
 }
 

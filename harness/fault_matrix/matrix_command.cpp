@@ -14,6 +14,7 @@
 #include "ddx/errors.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
+#include "harness/common/output_folder.h"
 #include "harness/fault_matrix/matrix.h"
 #include "harness/fault_matrix/matrix_nodes.h"
 
@@ -101,12 +102,21 @@ int finish(const fm::Options& o, bool passed) {
 int run_matrix(fm::Options& o) {
   check(o);
   const auto rows = selected_rows(o);
-  std::filesystem::create_directories(o.out_dir);
+  // Every row is judged from what its job leaves in --out: node 0 moves an earlier run's files
+  // aside (never deleting them) before it hosts the nodes' store, so a node that reaches the
+  // store finds the folder fresh even where all share it.
+  if (o.node_rank == 0) {
+    const std::string moved = harness::fresh_output_folder("--out", o.out_dir);
+    if (!moved.empty()) {
+      std::printf("fault matrix: %s held an earlier run's files: moved them to %s\n", o.out_dir.c_str(), moved.c_str());
+    }
+  }
   std::unique_ptr<fm::NodeLink> nodes;
   std::string where = "ddx launch -np " + std::to_string(o.nproc);
   if (o.nnodes > 1) {
     // Long enough for node 0 to wait out a row's job and its judging.
     nodes = fm::connect_nodes(o.master_addr, o.master_port, o.nnodes, o.node_rank, o.row_timeout_s + 300);
+    if (o.node_rank != 0) std::filesystem::create_directories(o.out_dir);
     o.nodes = nodes.get();
     where += " on each of " + std::to_string(o.nnodes) + " nodes (this is node " + std::to_string(o.node_rank) +
              (o.node_rank == 0 ? ", which judges)" : "; node 0 judges)");

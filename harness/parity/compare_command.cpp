@@ -1,8 +1,9 @@
 // `ddx compare A B [C ...]`: loss curves from anywhere against a reference (A), step by step,
 // with the comparison `ddx parity` makes (ddx/curve_diff.h): the first step where a curve leaves
-// the tolerance, its largest difference, and an SVG of the curves and their differences. Exit 0
-// when every curve agrees with A, 1 when one does not: a CI check that a framework upgrade, a
-// new cluster or a new parallel layout reproduces yesterday's run.
+// the tolerance, its largest difference, and with --plot an SVG of the curves and their
+// differences (no file unless one is named). Exit 0 when every curve agrees with A, 1 when one
+// does not: a CI check that a framework upgrade, a new cluster or a new parallel layout
+// reproduces yesterday's run.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "cli/commands.h"
 #include "ddx/curve_diff.h"
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 #include "ddx/svg_plot.h"
 #include "ddx/text.h"
 #include "harness/parity/curve_files.h"
@@ -30,7 +32,7 @@ struct CompareFlags {
   std::string key = "loss";                        // the first file's, for labels
   double rtol = parity::Tolerances{}.loss_rel;  // parity's per-step loss tolerance
   double atol = 0;
-  std::string plot = "compare.svg";
+  std::string plot;  // none unless asked for: nothing is written that the user did not name
 };
 
 std::string name_of(const std::string& path) { return std::filesystem::path(path).filename().string(); }
@@ -72,6 +74,7 @@ int run_compare(CompareFlags& f) {
                        std::to_string(given->size()) + " for " + std::to_string(f.files.size()) + " files");
     }
   }
+  check_output_file("--plot", f.plot);  // before anything is read, so a bad path costs no work
   f.key = f.keys[0];
   std::vector<std::vector<CurvePoint>> curves;
   for (size_t i = 0; i < f.files.size(); ++i) {  // every file is read before anything is judged or written
@@ -93,7 +96,7 @@ int run_compare(CompareFlags& f) {
       double ref = 0, run = 0;
       for (const auto& p : curves[0]) ref = p.step == d.first_bad_step ? p.value : ref;
       for (const auto& p : curves[c]) run = p.step == d.first_bad_step ? p.value : run;
-      line += printf_text("DIFFERS from step %lld: %.9g vs %.9g (|diff| %.3g, relative %.3g)",
+      line += printf_text("DIFFERS from step %lld: %.9g against the reference's %.9g (|diff| %.3g, relative %.3g)",
                           static_cast<long long>(d.first_bad_step), run, ref, d.abs_diff[i], d.rel_diff[i]);
     } else {
       line += "agrees";
@@ -126,8 +129,8 @@ Subcommand add_compare_command(CLI::App& app) {
       "compare",
       "Loss curves from anywhere (ddx metrics.jsonl, JSON lines with --key, CSV with a --key column) against the "
       "first file, step by step, with the comparison ddx parity makes: the first step beyond the tolerance, the "
-      "largest difference, an SVG of the curves and their differences. Exit 0 when all agree, 1 when one does "
-      "not.\n  ddx compare yesterday/metrics.jsonl today/metrics.jsonl --rtol 1e-4");
+      "largest difference, and with --plot an SVG of the curves and their differences. Exit 0 when all agree, 1 "
+      "when one does not.\n  ddx compare yesterday/metrics.jsonl today/metrics.jsonl --rtol 1e-4");
   cmd->add_option("files", f->files, "The reference curve, then one or more curves to compare with it")
       ->required()
       ->expected(2, -1)
@@ -146,7 +149,7 @@ Subcommand add_compare_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--atol", f->atol, "Absolute tolerance per step")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--plot", f->plot, "SVG of the curves and their differences (empty: none)")->capture_default_str();
+  cmd->add_option("--plot", f->plot, "Write an SVG of the curves and their differences to this file (default: no plot)");
   return {cmd, [f]() { return run_compare(*f); }};
 }
 

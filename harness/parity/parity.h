@@ -58,14 +58,14 @@ struct Variant {
 
   // The data-parallel ranks at world size n, which split the global batch.
   int dp_size(int n) const { return data_parallel ? n / replica_ranks : 1; }
-  bool runs_at(int n) const { return n % replica_ranks == 0 && n / replica_ranks >= min_replicas; }
 };
 
 // Every registered variant. Adding a strategy to the suite is one entry in parity_variants.cpp.
 const std::vector<Variant>& registered_variants();
 
 // Why `variant` cannot run model `model` (a preset or config file) at world size n with the
-// suite's batch: a global batch its data-parallel ranks and micro-steps do not split, heads or
+// suite's batch: fewer ranks than its mesh needs or ranks that do not split into its replicas
+// (2d at 2 ranks, pp-tp at 6), a global batch its data-parallel ranks and micro-steps do not split, heads or
 // KV heads its TP size does not divide, more pipeline stages than blocks, a sequence that does
 // not split for sequence parallelism; empty when it can.
 std::string unfit_reason(const Variant& variant, const std::string& model, int n, const ParityOptions& options);

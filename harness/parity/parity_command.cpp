@@ -14,7 +14,8 @@ Subcommand add_parity_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "parity",
       "Check that every parallel strategy reproduces the single-device loss curve (runs each through "
-      "ddx launch; exit 0 only when all are within tolerance).\n  ddx parity --strategies ddp,ddp-zero1 --world-sizes 2,4");
+      "ddx launch; exit 0 only when all are within tolerance; 2 when a strategy asked for can run at none of the "
+      "world sizes).\n  ddx parity --strategies ddp,ddp-zero1 --world-sizes 2,4");
   cmd->add_option("--strategies", o->variants, variants_help)->delimiter(',');
   cmd->add_option("--world-sizes", o->world_sizes, "World sizes to run each variant at")
       ->delimiter(',')->check(CLI::Range(1, 1024))->capture_default_str();

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 #include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "ddx/version.h"
@@ -203,25 +205,41 @@ Baseline run_baseline(const std::string& ddx, const ParityOptions& o, const std:
   return b;
 }
 
-RunReport run_variant(const std::string& ddx, const ParityOptions& o, const Variant& v, const std::string& model,
-                      int n, const Baseline& baseline) {
+// One variant x world size the user asked for, decided before anything runs.
+struct PlannedRun {
+  const Variant* variant;
+  int world_size;
+  std::string model;
+  std::string skip_reason;  // why this layout cannot run (unfit_reason); empty: it runs
+};
+
+// The SKIP row's line, printed where the run would have been.
+void print_skip(const PlannedRun& plan) {
+  std::printf("parity: %-18s at %d rank%s ... SKIP (%s)\n", plan.variant->name.c_str(), plan.world_size,
+              plan.world_size == 1 ? " " : "s", plan.skip_reason.c_str());
+  std::fflush(stdout);
+}
+
+RunReport run_variant(const std::string& ddx, const ParityOptions& o, const PlannedRun& plan, const Baseline& baseline) {
+  const Variant& v = *plan.variant;
+  const int n = plan.world_size;
   RunReport r;
   r.name = v.name;
   r.strategy = v.flags.size() >= 2 ? v.flags[1] : v.name;
   r.world_size = n;
-  if (const std::string why = unfit_reason(v, model, n, o); !why.empty()) {
+  if (!plan.skip_reason.empty()) {
     r.verdict = "SKIP";
-    r.comparison.note = why;
-    std::printf("parity: %-18s at %d ranks ... SKIP (%s)\n", v.name.c_str(), n, why.c_str());
+    r.comparison.note = plan.skip_reason;
+    print_skip(plan);
     return r;
   }
   if (baseline.curve.empty()) {
     r.verdict = "ERROR";
-    r.comparison.note = "the single-device baseline of model " + model + " failed";
+    r.comparison.note = "the single-device baseline of model " + plan.model + " failed";
     return r;
   }
   const RunPaths p = paths_for(o.out_dir, v.name + "-x" + std::to_string(n));
-  auto argv = train_args(o, model, p, o.global_batch / (v.dp_size(n) * v.grad_accum), v.grad_accum);
+  auto argv = train_args(o, plan.model, p, o.global_batch / (v.dp_size(n) * v.grad_accum), v.grad_accum);
   argv.insert(argv.end(), v.flags.begin(), v.flags.end());
   r.curve = execute(ddx, o, v.name, n, argv, p, r);
   if (r.curve.empty()) {
@@ -233,30 +251,132 @@ RunReport run_variant(const std::string& ddx, const ParityOptions& o, const Vari
   return r;
 }
 
+// The variants --strategies names (every registered one when it names none).
+std::vector<Variant> requested_variants(const ParityOptions& o) {
+  if (o.variants.empty()) return registered_variants();
+  std::vector<Variant> variants;
+  for (const std::string& name : o.variants) {
+    bool found = false;
+    for (const Variant& v : registered_variants()) {
+      if (v.name == name) {
+        variants.push_back(v);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string known;
+      for (const Variant& v : registered_variants()) known += (known.empty() ? "" : ", ") + v.name;
+      throw UsageError("--strategies " + name + " is not one of: " + known);
+    }
+  }
+  return variants;
+}
+
+// Every variant x world size, with the reason each one that cannot run is skipped. A strategy
+// named in --strategies that runs at none of the world sizes would leave a CI job green without
+// having tested it (and with none named, the suite must still run something): its SKIP rows are
+// shown and the request is refused (exit 2) before the baseline runs.
+std::vector<PlannedRun> plan_runs(const ParityOptions& o, const std::vector<Variant>& variants) {
+  std::vector<PlannedRun> plan;
+  for (const Variant& v : variants) {
+    for (int n : o.world_sizes) {
+      const std::string model = variant_model(o, v);
+      plan.push_back({&v, n, model, unfit_reason(v, model, n, o)});
+    }
+  }
+  std::vector<std::string> never_run;
+  for (const Variant& v : variants) {
+    const bool runs = std::any_of(plan.begin(), plan.end(),
+                                  [&](const PlannedRun& p) { return p.variant == &v && p.skip_reason.empty(); });
+    if (!runs) never_run.push_back(v.name);
+  }
+  const bool nothing_runs = never_run.size() == variants.size();
+  if (!nothing_runs && (o.variants.empty() || never_run.empty())) return plan;
+  for (const PlannedRun& p : plan) {
+    if (p.skip_reason.empty()) continue;
+    if (std::find(never_run.begin(), never_run.end(), p.variant->name) != never_run.end()) print_skip(p);
+  }
+  std::vector<std::string> sizes;
+  for (int n : o.world_sizes) sizes.push_back(std::to_string(n));
+  const std::string at = " at --world-sizes " + join(sizes, ",");
+  if (o.variants.empty()) throw UsageError("no strategy can run" + at + ": nothing would be checked (the SKIP rows above say why)");
+  throw UsageError("--strategies " + join(never_run, ",") + " cannot run" + at + ": nothing would check " +
+                   (never_run.size() == 1 ? "it" : "them") + " (the SKIP rows above say why)");
+}
+
+// The baseline run again: the same configuration must give bit-identical parameters at every step.
+RunReport determinism_row(const std::string& ddx, const ParityOptions& o, const std::vector<StepPoint>& baseline,
+                          const RunPaths& base_paths) {
+  RunReport r;
+  r.name = "determinism";
+  r.strategy = "single";
+  const RunPaths p = paths_for(o.out_dir, "single-again");
+  r.curve = execute(ddx, o, "single (again)", 1, train_args(o, suite_model(o), p, o.global_batch, 1), p, r);
+  r.comparison = compare_runs(baseline, r.curve, base_paths.files(), p.files(), Tolerances{0, 0, 0});
+  for (size_t i = 0; i < std::min(baseline.size(), r.curve.size()); ++i) {
+    if (baseline[i].param_checksum != r.curve[i].param_checksum) {
+      r.comparison.passed = false;
+      r.comparison.note = "parameter checksums differ at step " + std::to_string(baseline[i].step);
+      if (r.comparison.first_bad_step < 0) r.comparison.first_bad_step = baseline[i].step;
+      break;
+    }
+  }
+  r.verdict = r.curve.empty() ? "ERROR" : (r.comparison.passed ? "PASS" : "FAIL");
+  return r;
+}
+
+RunReport golden_row(const ParityOptions& o, const std::vector<StepPoint>& golden_curve,
+                     const std::vector<StepPoint>& baseline) {
+  RunReport r;
+  r.name = "golden";
+  r.strategy = "single";
+  r.curve = baseline;
+  r.comparison = compare_runs(golden_curve, baseline, {}, {}, tolerances(o));
+  r.verdict = r.comparison.passed ? "PASS" : "FAIL";
+  if (!r.comparison.passed && r.comparison.note.empty()) r.comparison.note = "the baseline moved away from the golden curve";
+  return r;
+}
+
+// Each planned run in order, with the single-device run of each model a variant needs (the
+// suite's is given), started the first time a run needs it.
+void run_planned(const std::string& ddx, const ParityOptions& o, const std::vector<PlannedRun>& plan,
+                 std::map<std::string, Baseline>& baselines, std::vector<RunReport>& reports) {
+  static const Baseline none;  // a skipped layout needs no baseline: it only reports why it cannot run
+  for (const PlannedRun& p : plan) {
+    if (p.skip_reason.empty() && !baselines.count(p.model)) baselines[p.model] = run_baseline(ddx, o, p.model, reports);
+    auto found = baselines.find(p.model);
+    reports.push_back(run_variant(ddx, o, p, found == baselines.end() ? none : found->second));
+  }
+}
+
+void write_outputs(const ParityOptions& o, const std::vector<StepPoint>& baseline, const std::vector<RunReport>& reports,
+                   const json& env) {
+  const Tolerances tol = tolerances(o);
+  print_table(reports, tol);
+  write_report_json(o.out_dir + "/report.json", baseline, reports, tol, env.dump());
+  write_junit(o.out_dir + "/junit.xml", reports, tol);
+  write_parity_plot(o.out_dir + "/loss.svg", baseline, reports);
+  std::printf("parity: report %s/report.json, JUnit %s/junit.xml, plot %s/loss.svg\n", o.out_dir.c_str(),
+              o.out_dir.c_str(), o.out_dir.c_str());
+  if (o.save_golden.empty()) return;
+  json steps = json::array();
+  for (const auto& p : baseline) {
+    steps.push_back({{"step", p.step}, {"loss", p.loss}, {"grad_norm", p.grad_norm}, {"lr", p.lr},
+                     {"param_checksum", p.param_checksum}});
+  }
+  write_file_atomically(o.save_golden, json({{"format", "ddx-parity-golden"}, {"environment", env}, {"steps", steps}}).dump(2) + "\n");
+  std::printf("parity: golden curve written to %s\n", o.save_golden.c_str());
+}
+
 }  // namespace
 
 int run_parity(const ParityOptions& o) {
-  // Validate the whole matrix before running anything.
+  // Validate the whole matrix, and where its results go, before running anything.
   if (!o.model.empty()) models::resolve_model_config(o.model);  // a bad --model: one line, nothing run
-  std::vector<Variant> variants;
-  if (o.variants.empty()) {
-    variants = registered_variants();
-  } else {
-    for (const std::string& name : o.variants) {
-      bool found = false;
-      for (const Variant& v : registered_variants()) {
-        if (v.name == name) {
-          variants.push_back(v);
-          found = true;
-        }
-      }
-      if (!found) {
-        std::string known;
-        for (const Variant& v : registered_variants()) known += (known.empty() ? "" : ", ") + v.name;
-        throw UsageError("--strategies " + name + " is not one of: " + known);
-      }
-    }
-  }
+  check_output_folder("--out", o.out_dir);
+  check_output_file("--save-golden", o.save_golden);
+  const std::vector<Variant> variants = requested_variants(o);
+  const std::vector<PlannedRun> plan = plan_runs(o, variants);
   const json env = environment(o);
   const std::vector<StepPoint> golden_curve = o.golden.empty() ? std::vector<StepPoint>{} : read_golden(o.golden, env);
   fs::create_directories(o.out_dir);
@@ -273,75 +393,15 @@ int run_parity(const ParityOptions& o) {
                  base_report.comparison.note.c_str(), base_paths.log.c_str());
     return 1;
   }
+  if (o.determinism) reports.push_back(determinism_row(ddx, o, baseline, base_paths));
+  if (!o.golden.empty()) reports.push_back(golden_row(o, golden_curve, baseline));
 
-  if (o.determinism) {
-    // The same configuration twice must give bit-identical parameters at every step.
-    RunReport r;
-    r.name = "determinism";
-    r.strategy = "single";
-    const RunPaths p = paths_for(o.out_dir, "single-again");
-    r.curve = execute(ddx, o, "single (again)", 1, train_args(o, model, p, o.global_batch, 1), p, r);
-    r.comparison = compare_runs(baseline, r.curve, base_paths.files(), p.files(), Tolerances{0, 0, 0});
-    for (size_t i = 0; i < std::min(baseline.size(), r.curve.size()); ++i) {
-      if (baseline[i].param_checksum != r.curve[i].param_checksum) {
-        r.comparison.passed = false;
-        r.comparison.note = "parameter checksums differ at step " + std::to_string(baseline[i].step);
-        if (r.comparison.first_bad_step < 0) r.comparison.first_bad_step = baseline[i].step;
-        break;
-      }
-    }
-    r.verdict = r.curve.empty() ? "ERROR" : (r.comparison.passed ? "PASS" : "FAIL");
-    reports.push_back(r);
-  }
-
-  if (!o.golden.empty()) {
-    RunReport r;
-    r.name = "golden";
-    r.strategy = "single";
-    r.curve = baseline;
-    r.comparison = compare_runs(golden_curve, baseline, {}, {}, tolerances(o));
-    r.verdict = r.comparison.passed ? "PASS" : "FAIL";
-    if (!r.comparison.passed && r.comparison.note.empty()) r.comparison.note = "the baseline moved away from the golden curve";
-    reports.push_back(r);
-  }
-
-  // Each model's single-device run: the suite's, and one per other model a variant needs.
   std::map<std::string, Baseline> baselines = {{model, {baseline, base_paths.files(), {}}}};
   add_rounding_envelope(ddx, o, model, baselines[model], reports);
-  for (const Variant& v : variants) {
-    const std::string model_of_v = variant_model(o, v);
-    for (int n : o.world_sizes) {
-      if (!v.runs_at(n)) continue;  // e.g. 2d x2 would be TP alone
-      if (!baselines.count(model_of_v) && unfit_reason(v, model_of_v, n, o).empty()) {
-        baselines[model_of_v] = run_baseline(ddx, o, model_of_v, reports);
-      }
-      // A skipped layout needs no baseline (the variant only reports why it cannot run).
-      static const Baseline none;
-      auto found = baselines.find(model_of_v);
-      RunReport r = run_variant(ddx, o, v, model_of_v, n, found == baselines.end() ? none : found->second);
-      reports.push_back(r);
-    }
-  }
-
-  const Tolerances tol = tolerances(o);
-  print_table(reports, tol);
-  write_report_json(o.out_dir + "/report.json", baseline, reports, tol, env.dump());
-  write_junit(o.out_dir + "/junit.xml", reports, tol);
-  write_parity_plot(o.out_dir + "/loss.svg", baseline, reports);
-  std::printf("parity: report %s/report.json, JUnit %s/junit.xml, plot %s/loss.svg\n", o.out_dir.c_str(),
-              o.out_dir.c_str(), o.out_dir.c_str());
-
-  if (!o.save_golden.empty()) {
-    json steps = json::array();
-    for (const auto& p : baseline) {
-      steps.push_back({{"step", p.step}, {"loss", p.loss}, {"grad_norm", p.grad_norm}, {"lr", p.lr},
-                       {"param_checksum", p.param_checksum}});
-    }
-    write_file_atomically(o.save_golden, json({{"format", "ddx-parity-golden"}, {"environment", env}, {"steps", steps}}).dump(2) + "\n");
-    std::printf("parity: golden curve written to %s\n", o.save_golden.c_str());
-  }
+  run_planned(ddx, o, plan, baselines, reports);
+  write_outputs(o, baseline, reports, env);
   for (const RunReport& r : reports) {
-    if (r.verdict != "PASS" && r.verdict != "SKIP") return 1;  // SKIP: this model cannot take that layout
+    if (r.verdict != "PASS" && r.verdict != "SKIP") return 1;  // SKIP: this layout cannot run (the row says why)
   }
   return 0;
 }

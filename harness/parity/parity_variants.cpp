@@ -68,9 +68,24 @@ bool has_flag(const Variant& v, const std::string& flag) {
   return std::find(v.flags.begin(), v.flags.end(), flag) != v.flags.end();
 }
 
+// Why world size n does not hold the variant's mesh: fewer ranks than its smallest layout (2d at
+// 2 ranks would be TP alone), or ranks that do not split into whole model replicas.
+std::string layout_reason(const Variant& v, int n) {
+  const int fewest = v.replica_ranks * v.min_replicas;
+  const std::string ranks = std::to_string(v.replica_ranks) + " ranks";
+  if (n < fewest) {
+    return "needs at least " + std::to_string(fewest) + " ranks: " +
+           (v.min_replicas > 1 ? std::to_string(v.min_replicas) + " data-parallel replicas of " + ranks + " each"
+                               : "one model replica spans " + ranks);
+  }
+  if (n % v.replica_ranks != 0) return std::to_string(n) + " ranks do not split into model replicas of " + ranks;
+  return "";
+}
+
 }  // namespace
 
 std::string unfit_reason(const Variant& v, const std::string& model, int n, const ParityOptions& o) {
+  if (std::string why = layout_reason(v, n); !why.empty()) return why;
   const int64_t split = v.dp_size(n) * v.grad_accum;
   if (o.global_batch % split != 0) {
     return "--global-batch " + std::to_string(o.global_batch) + " does not split over " + std::to_string(v.dp_size(n)) +

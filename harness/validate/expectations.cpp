@@ -16,6 +16,43 @@ std::string lower(std::string s) {
   return s;
 }
 
+bool is_string_list(const nlohmann::json& j) {
+  return j.is_array() && std::all_of(j.begin(), j.end(), [](const nlohmann::json& x) { return x.is_string(); });
+}
+
+// One row of an --expectations file, every field checked against the rule the docs state, so a
+// bad row is one line naming it and the rule it breaks (`where` names the file and the row).
+SkuExpectation parse_row(const nlohmann::json& r, const std::string& where, const std::string& path) {
+  if (!r.is_object()) throw UsageError(where + ": must be an object ({\"sku\", \"match\", ...})");
+  const bool has_sku = r.contains("sku") && r["sku"].is_string() && !r["sku"].get<std::string>().empty();
+  const bool has_match = r.contains("match") && is_string_list(r["match"]) && !r["match"].empty();
+  if (!has_sku || !has_match) throw UsageError(where + ": needs a sku and at least one match string");
+  SkuExpectation e;
+  e.sku = r["sku"].get<std::string>();
+  e.match = r["match"].get<std::vector<std::string>>();
+  if (r.contains("exclude")) {
+    if (!is_string_list(r["exclude"])) throw UsageError(where + ": exclude must be a list of strings");
+    e.exclude = r["exclude"].get<std::vector<std::string>>();
+  }
+  if (r.contains("peak_tflops")) {
+    const auto& peaks = r["peak_tflops"];
+    const bool numbers = peaks.is_object() && std::all_of(peaks.begin(), peaks.end(), [](const nlohmann::json& x) {
+                           return x.is_number() && x.get<double>() > 0;
+                         });
+    if (!numbers) throw UsageError(where + ": peak_tflops must map dtypes to TFLOP/s above 0 ({\"bf16\": 989.4})");
+    e.peak_tflops = peaks.get<std::map<std::string, double>>();
+  }
+  if (r.contains("memory_gbs")) {
+    if (!r["memory_gbs"].is_number() || r["memory_gbs"].get<double>() <= 0) {
+      throw UsageError(where + ": memory_gbs must be a number of GB/s above 0");
+    }
+    e.memory_gbs = r["memory_gbs"].get<double>();
+  }
+  if (r.contains("source") && !r["source"].is_string()) throw UsageError(where + ": source must be a string");
+  e.source = r.value("source", path);
+  return e;
+}
+
 }  // namespace
 
 // Dense (no structured sparsity) peaks at boost clock, as each datasheet prints them.
@@ -54,23 +91,10 @@ std::vector<SkuExpectation> expectations_with(const std::string& path) {
     throw UsageError("--expectations " + path + ": expected a JSON list of rows ({\"sku\", \"match\", \"peak_tflops\", ...})");
   }
   for (size_t i = 0; i < j.size(); ++i) {
-    const auto& r = j[i];
-    const std::string where = "--expectations " + path + ": row " + std::to_string(i + 1);
-    try {
-      SkuExpectation e;
-      e.sku = r.at("sku").get<std::string>();
-      e.match = r.at("match").get<std::vector<std::string>>();
-      e.exclude = r.value("exclude", std::vector<std::string>{});
-      e.peak_tflops = r.value("peak_tflops", std::map<std::string, double>{});
-      e.memory_gbs = r.value("memory_gbs", 0.0);
-      e.source = r.value("source", path);
-      if (e.sku.empty() || e.match.empty()) throw UsageError(where + ": needs a sku and at least one match string");
-      const auto same = std::find_if(rows.begin(), rows.end(), [&](const SkuExpectation& x) { return x.sku == e.sku; });
-      if (same != rows.end()) rows.erase(same);
-      rows.insert(rows.begin(), e);  // the user's rows first: they win over shipped ones that also fit
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError(where + ": " + e.what());
-    }
+    const SkuExpectation e = parse_row(j[i], "--expectations " + path + ": row " + std::to_string(i + 1), path);
+    const auto same = std::find_if(rows.begin(), rows.end(), [&](const SkuExpectation& x) { return x.sku == e.sku; });
+    if (same != rows.end()) rows.erase(same);
+    rows.insert(rows.begin(), e);  // the user's rows first: they win over shipped ones that also fit
   }
   return rows;
 }

@@ -16,6 +16,7 @@
 #include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "harness/common/analyze_verdict.h"
+#include "harness/common/output_folder.h"
 #include "harness/validate/expectations.h"
 #include "harness/validate/link_types.h"
 #include "harness/validate/validate.h"
@@ -51,6 +52,17 @@ std::string summary_line(const std::string& path, const std::string& marker) {
     }
   }
   return !found.empty() ? found : !first_error.empty() ? first_error : last;
+}
+
+// The pairwise probe's verdict, "# ddx probe bandwidth --pairs: OK (1 links, 0 slow, 0 slow
+// ranks)" (a comment line of its nccl-tests style output), read like the other stages' summaries:
+// "pairwise: 1 links, 0 slow, 0 slow ranks". Anything else (an error line) is kept as it is.
+std::string pairwise_summary(const std::string& line, const std::string& marker) {
+  if (line.rfind(marker, 0) != 0 || line.back() != ')') return line;
+  const std::string verdict = line.substr(marker.size());
+  const size_t open = verdict.find(" (");
+  if (open == std::string::npos) return line;
+  return "pairwise: " + verdict.substr(open + 2, verdict.size() - open - 3);
 }
 
 // The bandwidth stage passes only when every collective's busbw at the largest size reaches the
@@ -149,6 +161,35 @@ std::string launched_rank(const EnvMap& env) {
   return "";
 }
 
+int run_stages(const validate::ValidateOptions& o, const std::vector<validate::SkuExpectation>& table,
+               const std::map<std::string, validate::Figure>& baseline);
+
+// `path` relative to the folder `dir` when it lies inside it, else "".
+std::string relative_inside(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path rel = fs::weakly_canonical(path, ec).lexically_relative(fs::weakly_canonical(dir, ec));
+  return ec || rel.empty() || *rel.begin() == ".." ? "" : rel.string();
+}
+
+// Every stage writes into an empty --out, and validate reads back only what this run wrote: an
+// earlier run's files there (the default folder makes that the common case) are moved aside, never
+// judged and never deleted. A --baseline among them was read already; the report names it where
+// it now is.
+void start_in_fresh_folder(validate::ValidateOptions& o) {
+  const std::string baseline_inside = o.baseline_path.empty() ? "" : relative_inside(o.baseline_path, o.out_dir);
+  const std::string moved = harness::fresh_output_folder("--out", o.out_dir);
+  if (moved.empty()) return;
+  std::string baseline_note;
+  if (!baseline_inside.empty()) {
+    o.baseline_path = moved + "/" + baseline_inside;
+    baseline_note = "; the --baseline is read from there: " + o.baseline_path;
+  }
+  std::printf("ddx validate: %s held an earlier run's files: moved them to %s%s\n", o.out_dir.c_str(), moved.c_str(),
+              baseline_note.c_str());
+  std::fflush(stdout);
+}
+
 int run_validate(const validate::ValidateOptions& o) {
   if (const std::string rank = launched_rank(current_env()); !rank.empty()) {
     throw UsageError("ddx validate was started as " + rank +
@@ -164,11 +205,20 @@ int run_validate(const validate::ValidateOptions& o) {
   // Expected figures per device (shipped, plus --expectations): a bad file stops the run here.
   const std::vector<validate::SkuExpectation> table =
       o.expectations_path.empty() ? validate::shipped_expectations() : validate::expectations_with(o.expectations_path);
-  // A baseline that cannot be read stops the run before its first stage, not after the last.
+  // A baseline that cannot be read stops the run before its first stage, not after the last;
+  // read before --out is made fresh, since it may be the earlier report in that folder.
   const std::map<std::string, validate::Figure> baseline =
       o.baseline_path.empty() ? std::map<std::string, validate::Figure>{} : validate::read_baseline(o.baseline_path);
-  std::filesystem::create_directories(o.out_dir);
+  validate::ValidateOptions fresh = o;
+  start_in_fresh_folder(fresh);
+  return run_stages(fresh, table, baseline);
+}
+
+int run_stages(const validate::ValidateOptions& o, const std::vector<validate::SkuExpectation>& table,
+               const std::map<std::string, validate::Figure>& baseline) {
   const auto stages = validate::plan_stages(o, self_executable());
+  // Known before the first stage, so every line says "k of n" with the same n.
+  const size_t total = stages.size() + (o.baseline_path.empty() ? 0 : 1);
   std::vector<validate::StageResult> results;
   bool failed = false;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -179,7 +229,7 @@ int run_validate(const validate::ValidateOptions& o) {
       results.push_back(r);
       continue;
     }
-    std::printf("[%zu/%zu] %-15s ...", i + 1, stages.size(), stage.name.c_str());
+    std::printf("[%zu/%zu] %-15s ...", i + 1, total, stage.name.c_str());
     std::fflush(stdout);
     r.ran = true;
     r.log = log_name(stage.name);
@@ -194,6 +244,7 @@ int run_validate(const validate::ValidateOptions& o) {
       if (std::filesystem::exists(o.out_dir + "/" + a)) r.artefacts.push_back(a);
     }
     if (stage.name == "bandwidth" && r.passed) judge_bandwidth(o, r);
+    if (stage.name == "pairwise links") r.summary = pairwise_summary(r.summary, stage.summary_marker);
     if (stage.name == "compute" || stage.name == "memory") add_fraction_of_peak(o, table, r);
     if (stage.name == "burn-in" && !r.passed) analyze_traces(o, r);
     std::printf(" %s (%.1f s)  %s\n", r.passed ? "PASS" : "FAIL", r.seconds, r.summary.c_str());
@@ -204,7 +255,8 @@ int run_validate(const validate::ValidateOptions& o) {
   }
   if (!o.baseline_path.empty()) {
     validate::StageResult b = validate::compare_with_baseline(validate::figures_of(o, results), baseline, o.baseline_margin);
-    std::printf("[%zu/%zu] %-15s ... %s  %s\n", stages.size() + 1, stages.size() + 1, "baseline", b.passed ? "PASS" : "FAIL",
+    b.details["baseline"] = o.baseline_path;
+    std::printf("[%zu/%zu] %-15s ... %s  %s\n", total, total, "baseline", b.passed ? "PASS" : "FAIL",
                 b.summary.c_str());
     for (const auto& g : b.details["regressions"]) {
       std::printf("      %s: %.4g -> %.4g (%+.0f%%)\n", g["figure"].get<std::string>().c_str(), g["before"].get<double>(),

@@ -66,7 +66,4 @@ std::string pairs_csv(const PairReport& report);
 // 0 when no link or rank was flagged and nothing was wrong, else 1.
 int exit_code(const PairReport& report);
 
-// nccl-tests never overwrites a JSON file: `path` if free, else path.0, path.1, ...
-std::string first_free_path(const std::string& path);
-
 }  // namespace ddx::bw

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include "bandwidth/report.h"
 #include "ddx/env.h"
@@ -88,14 +87,6 @@ json ddx_placement(const PlacementResult& r, const std::vector<RankInfo>& ranks)
 }
 
 }  // namespace
-
-std::string first_free_path(const std::string& path) {
-  if (::access(path.c_str(), F_OK) != 0) return path;
-  for (int i = 0;; ++i) {
-    const std::string candidate = path + "." + std::to_string(i);
-    if (::access(candidate.c_str(), F_OK) != 0) return candidate;
-  }
-}
 
 std::string sweep_json(const SweepReport& report, const BandwidthOptions& o,
                        const std::vector<CollectiveVerdict>& verdicts, const std::string& start_time,

@@ -13,6 +13,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
@@ -111,6 +112,8 @@ Subcommand add_gpu_health_command(CLI::App& probe) {
   return {cmd, [flags]() {
             log::configure_from_env();
             const RendezvousInfo info = resolve_rendezvous(current_env());
+            // Rank 0 writes the JSON: a path it cannot write stops it before anything is read.
+            if (info.rank == 0 && !flags->json_path.empty()) check_output_file("--json", flags->json_path);
             if (info.world_size == 1) return report({inspect(info.hostname, -1, -1)}, 1, *flags);
             log::set_rank(info.rank, info.world_size);
             set_error_report_rank(info.rank, info.local_rank, info.world_size);

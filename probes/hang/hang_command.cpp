@@ -18,6 +18,7 @@
 #include "analyzer/dump_loader.h"
 #include "analyzer/report.h"
 #include "cli/commands.h"
+#include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/flight_recorder.h"
@@ -49,6 +50,17 @@ std::string make_trace_dir() {
   return pattern;
 }
 
+// The environment the probe's hang detection reads: without the DDX_* variables its own flags
+// and plan set (--timeout, --trace-dir, the watchdog's action and heartbeat), so a value there,
+// well-formed or not, changes nothing; the rest (DDX_FR_FORMAT, DDX_FR_BUFFER_SIZE, ...) is read.
+EnvMap probe_env() {
+  EnvMap env = current_env();
+  for (const char* set_by_the_probe : {"DDX_COLLECTIVE_TIMEOUT", "DDX_TRACE_DIR", "DDX_ON_TIMEOUT", "DDX_HEARTBEAT_TIMEOUT"}) {
+    env.erase(set_by_the_probe);
+  }
+  return env;
+}
+
 probes::HangJob job_from(const HangFlags& f) {
   probes::HangJob job;
   job.scenario = probes::parse_hang_scenario(f.scenario);
@@ -65,6 +77,8 @@ void validate(const HangFlags& f, const probes::HangJob& job) {
     throw UsageError("--culprit-rank " + std::to_string(f.culprit) + " is outside 0.." + std::to_string(f.np - 1));
   }
   if (job.timeout.count() < 100) throw UsageError("--timeout " + f.timeout + " is below 100 ms");
+  // Here, once, rather than in every rank, where a bad value reads as a cluster that did not dump.
+  hang_options_from_env(probe_env());
   if (job.scenario == probes::HangScenario::P2PDeadlock && f.np % 2 != 0) {
     throw UsageError("--scenario p2p-deadlock pairs ranks (0,1), (2,3), ...: use an even -np, not " +
                      std::to_string(f.np));
@@ -91,7 +105,7 @@ int run_worker(const HangFlags& f) {
   pg.store_timeout = std::chrono::seconds(60);
   pg.enable_nccl = job.device == "cuda";
   auto world = World::init(info, pg);
-  HangOptions ho = hang_options_from_env(current_env());
+  HangOptions ho = hang_options_from_env(probe_env());
   ho.trace_dir = f.trace_dir;
   ho.collective_timeout = job.timeout;
   ho.on_timeout = OnTimeout::Abort;

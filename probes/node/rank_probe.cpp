@@ -18,6 +18,7 @@
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
@@ -119,6 +120,8 @@ int run_probe(const std::string& name, const ProbeSettings& s,
   const RendezvousInfo info = resolve_rendezvous(current_env());
   log::set_rank(info.rank, info.world_size);
   set_error_report_rank(info.rank, info.local_rank, info.world_size);
+  // Rank 0 writes the JSON at the end: a path it cannot write stops it before the trials.
+  if (info.rank == 0 && !s.json_path.empty()) check_output_file("--json", s.json_path);
   const Placement where = place(s, info);
   ProcessGroupOptions pg;
   pg.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout_s * 1000));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
@@ -149,6 +150,30 @@ TEST(BandwidthProbe, PairwiseFindsADelayedRankOnGloo) {
   EXPECT_EQ(j["ddx"]["slow_ranks"][0]["rank"], 2);
   EXPECT_EQ(j["ddx"]["pairs"].size(), 6u);
   EXPECT_EQ(j["ddx"]["nwrong"], 0);
+}
+
+// --json FILE is that file, replaced by each run (ddx validate reads it back: a run that wrote
+// FILE.0 beside an earlier FILE had its verdict taken from the earlier one). A path rank 0 cannot
+// write stops the probe before any measurement, in one line.
+TEST(BandwidthProbe, JsonIsTheFileNamedReplacedByEachRun) {
+  const std::string dir = scratch("json-replaced");
+  for (const char* size : {"4K", "8K"}) {
+    RunResult sweep = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "1K", "-e", size, "-f", "2", "-n", "2", "-w",
+                                                   "1", "--json", dir + "/bw.json"}));
+    ASSERT_EQ(sweep.exit_code, 0) << sweep.output;
+    RunResult pairs = run_cmd(dir, under_launch(2, {"--engine", "gloo", "--pairs", "-e", size, "-n", "2", "-w", "1",
+                                                   "--json", dir + "/pairs.json"}));
+    ASSERT_EQ(pairs.exit_code, 0) << pairs.output;
+  }
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/bw.json"))["config"]["maximum_bytes"], 8192);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/pairs.json"))["ddx"]["bytes"], 8192);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/bw.json.0"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/pairs.json.0"));
+
+  RunResult bad = run_cmd(dir, under_launch(2, {"--engine", "gloo", "-b", "1K", "-e", "4K", "--json", "/proc/nope/bw.json"}));
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("ddx: error: --json /proc/nope/bw.json cannot be written: "), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("Writing JSON output"), std::string::npos) << bad.output;  // stopped before the sweep
 }
 
 TEST(BandwidthProbe, PairwiseFindsADelayedRankOnMpi) {

@@ -1,12 +1,14 @@
 // `ddx compare` on curves written the ways the ecosystem writes them: ddx's metrics.jsonl, JSON
 // lines with another key, CSV with a named column (and none for the step). Agreeing curves exit
-// 0, a curve that leaves the tolerance exits 1 naming the step; the SVG is written; bad input is
-// one line naming the file.
+// 0, a curve that leaves the tolerance exits 1 naming the step; the SVG is written when --plot
+// names it and nothing otherwise; bad input is one line naming the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "process_helpers.h"
 
@@ -59,13 +61,48 @@ TEST_F(Compare, ACsvThatDriftsIsNamedAtItsFirstBadStep) {
                               dir_ + "/drift.svg"}, {}, 30);
   EXPECT_EQ(r.exit_code, 1) << r.output;
   // No step column in the CSV: rows are steps 1, 2, ...
-  EXPECT_TRUE(has(r.output, "run.csv: 4 common steps; DIFFERS from step 3: 8.5 vs 8.125 (|diff| 0.375, relative 0.0462)"))
+  EXPECT_TRUE(has(r.output, "run.csv: 4 common steps; DIFFERS from step 3: 8.5 against the reference's 8.125 (|diff| 0.375, "
+                            "relative 0.0462)"))
       << r.output;
   EXPECT_TRUE(has(r.output, "largest |diff| 0.9 at step 4")) << r.output;
   EXPECT_TRUE(has(r.output, "compare: 1 curve against ddx.jsonl: 1 differ")) << r.output;
   const std::string svg = read_file(dir_ + "/drift.svg");
   EXPECT_TRUE(has(svg, "run.csv")) << "legend";
   EXPECT_TRUE(has(svg, "tolerance")) << "legend";
+}
+
+// No file the user did not name: without --plot nothing is written, in the current folder or
+// anywhere (issue 44, item 11: it used to write ./compare.svg).
+TEST_F(Compare, WritesNoFileUnlessAPlotIsNamed) {
+  // Run inside an empty folder of its own (env -C), with the inputs beside it.
+  const std::string cwd = dir_ + "/cwd";
+  std::filesystem::create_directories(cwd);
+  RunResult r = run_in(dir_, {"/usr/bin/env", "-C", cwd, DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/run.csv",
+                              "--rtol", "0.2"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "compare: 1 curve against ddx.jsonl: all agree")) << r.output;
+  EXPECT_FALSE(has(r.output, "plot")) << r.output;
+  EXPECT_TRUE(std::filesystem::is_empty(cwd)) << "written into the current folder";
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"cwd", "ddx.jsonl", "other.jsonl", "output.txt", "run.csv"}));
+}
+
+// A --plot that cannot be written is one line naming it, exit 2, before any result is printed
+// (issue 44, item 7: it was a stack trace, exit 134, with the results lost in stdout's buffer).
+TEST_F(Compare, APlotThatCannotBeWrittenIsOneLineBeforeAnyResult) {
+  const std::string under_a_file = dir_ + "/ddx.jsonl/c.svg";
+  RunResult r = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/run.csv", "--plot", under_a_file}, {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "ddx: error: --plot " + under_a_file + " cannot be written: " + dir_ +
+                          "/ddx.jsonl is a file, not a folder\n");
+  RunResult proc = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/run.csv", "--plot", "/proc/c.svg"},
+                          {}, 30);
+  EXPECT_EQ(proc.exit_code, 2) << proc.output;
+  EXPECT_EQ(proc.output.rfind("ddx: error: --plot /proc/c.svg cannot be written: /proc does not take new files (", 0), 0u)
+      << proc.output;
+  EXPECT_EQ(std::count(proc.output.begin(), proc.output.end(), '\n'), 1) << proc.output;
 }
 
 TEST_F(Compare, ToleranceFlagsDecide) {
@@ -97,10 +134,15 @@ TEST_F(Compare, BadInputIsOneLineNamingTheFile) {
 
   RunResult one = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl"}, {}, 30);
   EXPECT_EQ(one.exit_code, 2) << one.output;
-  RunResult missing = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/nosuch.jsonl"}, {}, 30);
+  RunResult missing = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/nosuch.jsonl", "--plot",
+                                    dir_ + "/c.svg"}, {}, 30);
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_TRUE(has(missing.output, "nosuch.jsonl")) << missing.output;
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/compare.svg")) << "nothing written on bad input";
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/c.svg")) << "nothing written on bad input";
+  RunResult unreadable = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/text.csv", "--plot",
+                                       dir_ + "/c.svg"}, {}, 30);
+  EXPECT_EQ(unreadable.exit_code, 2) << unreadable.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/c.svg")) << "nothing written on bad input";
 }
 
 }  // namespace

@@ -465,7 +465,7 @@ TEST(Faults, LostStoreIsNamedInOneLineByEveryRank) {
             1u)
       << job.result.output;
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_EQ(lines_with(job.result.output, {"[rank " + std::to_string(rank) + "]: ",
+    EXPECT_EQ(lines_with(job.result.output, {"[rank " + std::to_string(rank) + "/3 ",
                                              " E ", "ddx watchdog: the rendezvous store at 127.0.0.1:",
                                              " (hosted by rank 0) is unreachable since ",
                                              " (the store closed the connection)"})

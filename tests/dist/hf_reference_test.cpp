@@ -81,6 +81,8 @@ class HfReferenceTest : public ReferenceRunTest {
       f.insert(f.end(), {"-b", std::to_string(kBatch)});
       auto r = run_ddx(name, ranks, f);
       ASSERT_EQ(r.exit_code, 0) << r.output;
+      // Every key transformers writes is one ddx knows (read, checked or harmless).
+      EXPECT_EQ(r.output.find("ddx does not know"), std::string::npos) << r.output;
       expect_matches(name, "transformers", "transformers " + record.at("transformers").get<std::string>(),
                      tol);
     }

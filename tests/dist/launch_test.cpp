@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "process_helpers.h"
 
@@ -173,7 +175,8 @@ TEST_F(LaunchTest, WorkersSeeTorchrunEnvironment) {
   expect_output_has("OMP_NUM_THREADS=1 for each worker");
   std::set<std::string> ports;
   for (int rank = 0; rank < 3; ++rank) {
-    std::string p = "[rank " + std::to_string(rank) + "]: ";
+    // Rank 0's stdout goes out as is (the job's report); the others' lines say their rank.
+    std::string p = rank == 0 ? "\n" : "[rank " + std::to_string(rank) + "]: ";
     expect_output_has(p + "RANK=" + std::to_string(rank) + "\n");
     expect_output_has(p + "LOCAL_RANK=" + std::to_string(rank) + "\n");
     expect_output_has(p + "WORLD_SIZE=3\n");
@@ -196,7 +199,7 @@ TEST_F(LaunchTest, WorkersSeeTorchrunEnvironment) {
   // The port the launcher picked stays bound: rank 0 inherits the listening socket for its
   // store, nobody else gets it.
   std::smatch fd;
-  ASSERT_TRUE(std::regex_search(output_, fd, std::regex(R"(\[rank 0\]: DDX_STORE_LISTEN_FD=[0-9]+ \(listening\))")))
+  ASSERT_TRUE(std::regex_search(output_, fd, std::regex(R"(\nDDX_STORE_LISTEN_FD=[0-9]+ \(listening\))")))
       << output_;
   expect_output_has("[rank 1]: DDX_STORE_LISTEN_FD=<unset>\n");
   expect_output_has("[rank 2]: DDX_STORE_LISTEN_FD=<unset>\n");
@@ -207,9 +210,78 @@ TEST_F(LaunchTest, UserOmpNumThreadsIsKept) {
                    {{"OMP_NUM_THREADS", "7"}});
   ASSERT_EQ(exit_code(status), 0) << output_;
   expect_output_has("[rank 1]: OMP_NUM_THREADS=7\n");
-  expect_output_has("[rank 0]: MASTER_PORT=29633\n");
-  expect_output_has("[rank 0]: DDX_STORE_LISTEN_FD=<unset>\n");  // a given port is the workers' to bind
+  expect_output_has("\nMASTER_PORT=29633\n");
+  expect_output_has("\nDDX_STORE_LISTEN_FD=<unset>\n");  // a given port is the workers' to bind
   EXPECT_EQ(output_.find("setting OMP_NUM_THREADS"), std::string::npos) << output_;
+}
+
+// Every console line says once which rank wrote it: rank 0's stdout (the job's report) as is,
+// a line of ddx's logger with its own "[rank R/W host:pid]" and no second label in front,
+// anything else with "[rank N]: ".
+TEST_F(LaunchTest, EveryConsoleLineNamesItsRankOnce) {
+  const std::string script =
+      "echo \"report of rank $RANK\"; echo \"[rank $RANK/2 host:1] I 00:00:00.000 logged by rank $RANK\" >&2; "
+      "echo \"plain stderr of rank $RANK\" >&2";
+  ChildProcess ddx({DDX_BIN, "launch", "-np", "2", "--", "/bin/sh", "-c", script}, {{"TMPDIR", dir_.string()}},
+                   path("output.txt"));
+  auto status = ddx.wait(30s);
+  output_ = ddx.output();
+  ASSERT_TRUE(status.has_value()) << output_;
+  EXPECT_EQ(exit_code(*status), 0) << output_;
+  expect_output_has("\nreport of rank 0\n");
+  expect_output_has("\n[rank 1]: report of rank 1\n");
+  expect_output_has("\n[rank 0/2 host:1] I 00:00:00.000 logged by rank 0\n");
+  expect_output_has("\n[rank 1/2 host:1] I 00:00:00.000 logged by rank 1\n");
+  expect_output_has("\n[rank 0]: plain stderr of rank 0\n");
+  expect_output_has("\n[rank 1]: plain stderr of rank 1\n");
+  EXPECT_EQ(output_.find("]: [rank "), std::string::npos) << output_;
+}
+
+// ddx's own log lines from a real `ddx train` under ddx launch: "[rank 0/2 host:pid] I ... step 2"
+// once, not behind the launcher's "[rank 0]: " as well; at debug level rank 1 logs too.
+TEST_F(LaunchTest, TrainingLogLinesCarryOneRankLabel) {
+  ChildProcess ddx({DDX_BIN, "launch", "-np", "2", "--", DDX_BIN, "train", "--strategy", "ddp", "-m", "debug", "-s", "32",
+                    "-b", "2", "--max-steps", "2", "--log-freq", "1", "--no-progress", "--save-dir", path("out"),
+                    "--metrics-file", path("metrics.jsonl")},
+                   {{"TMPDIR", dir_.string()}, {"DDX_LOG_LEVEL", "debug"}}, path("output.txt"));
+  auto status = ddx.wait(80s);
+  output_ = ddx.output();
+  ASSERT_TRUE(status.has_value()) << output_;
+  EXPECT_EQ(exit_code(*status), 0) << output_;
+  for (const std::string& label : {"\n[rank 0/2 ", "\n[rank 1/2 "}) expect_output_has(label);
+  EXPECT_TRUE(std::regex_search(output_, std::regex(R"(\n\[rank 0/2 [^\]]+\] I [0-9:.]+ step 2)"))) << output_;
+  EXPECT_EQ(output_.find("]: [rank "), std::string::npos) << output_;
+}
+
+// docs/bandwidth.md's first command, scaled to this machine: its stdout is nccl-tests' output as
+// all_reduce_perf prints it, '#' lines and rows of numbers, so the scripts that split
+// all_reduce_perf's rows on whitespace read it unchanged.
+TEST_F(LaunchTest, ProbeBandwidthStdoutParsesAsNcclTestsOutput) {
+  const std::string command = "exec '" + std::string(DDX_BIN) + "' launch --nproc-per-node 2 -- '" + DDX_BIN +
+                              "' probe bandwidth -b 8 -e 64K -f 2 -n 2 2>'" + path("stderr.txt") + "'";
+  ChildProcess ddx({"/bin/sh", "-c", command}, {{"TMPDIR", dir_.string()}}, path("stdout.txt"));
+  auto status = ddx.wait(80s);
+  output_ = ddx.output();
+  const std::string errors = ddx::testing::read_file(path("stderr.txt"));
+  ASSERT_TRUE(status.has_value()) << output_ << errors;
+  ASSERT_EQ(exit_code(*status), 0) << output_ << errors;
+  std::vector<long long> sizes;
+  std::istringstream lines(output_);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    std::vector<std::string> fields{std::istream_iterator<std::string>(row), std::istream_iterator<std::string>()};
+    ASSERT_GE(fields.size(), 13u) << "not a row of nccl-tests' table: " << line;
+    ASSERT_TRUE(std::regex_match(fields[0], std::regex("[0-9]+"))) << "not a size: " << line;
+    EXPECT_EQ(fields[2], "float") << line;
+    EXPECT_EQ(fields[3], "sum") << line;
+    EXPECT_TRUE(std::regex_match(fields[7], std::regex("[0-9.]+"))) << "out-of-place busbw: " << line;
+    sizes.push_back(std::stoll(fields[0]));
+  }
+  std::vector<long long> expected;
+  for (long long size = 8; size <= 64 * 1024; size *= 2) expected.push_back(size);
+  EXPECT_EQ(sizes, expected) << output_;
+  expect_output_has("\n# Avg bus bandwidth    : ");
 }
 
 TEST_F(LaunchTest, LogDirGetsPerRankFilesAndKeepsTheConsoleQuiet) {
@@ -256,7 +328,7 @@ TEST_F(LaunchTest, ShmSizeGivesTheWorkersAPrivateDevShm) {
   const std::string out = ddx.output();
   EXPECT_EQ(exit_code(*status), 0) << out;
   EXPECT_NE(out.find("ddx launch: the workers' /dev/shm is a private tmpfs of 2m"), std::string::npos) << out;
-  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\[rank 0\]: ddx-shm +2048 )"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(\nddx-shm +2048 )"))) << out;
   ChildProcess here({"/bin/df", "-k", "/dev/shm"}, {}, path("here.txt"));
   ASSERT_TRUE(here.wait(10s).has_value());
   EXPECT_EQ(here.output().find("ddx-shm"), std::string::npos) << here.output();

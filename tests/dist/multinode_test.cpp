@@ -239,8 +239,8 @@ TEST_F(MultiNode, WithoutGlooSocketIfnameTheRouteToTheMasterIsUsedAndNamedFirst)
   for (int h = 0; h < 2; ++h) {
     const std::string expected = "gloo: interface ddx0 (" + hosts_->address(h) + "), the route to MASTER_ADDR " +
                                  hosts_->address(0) + " (hostname " + hosts_->hostname(h) + " does not resolve";
-    const int rank = 2 * h;  // the host's first rank: its first line is the choice
-    const std::string prefix = "[rank " + std::to_string(rank) + "]: ";
+    const int rank = 2 * h;  // the host's first rank: its first log line is the choice
+    const std::string prefix = "[rank " + std::to_string(rank) + "/4 ";  // ddx's log prefix, alone under ddx launch
     const size_t first = r[h].output.find(prefix);
     ASSERT_NE(first, std::string::npos) << r[h].output;
     const std::string line = r[h].output.substr(first, r[h].output.find('\n', first) - first);

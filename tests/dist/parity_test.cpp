@@ -74,14 +74,18 @@ TEST(Parity, EveryStrategyMatchesSingleDevice) {
       expect_within_every_tolerance(*r);
     }
   }
-  // 2D, pp x FSDP and pp x TP need two ranks on each mesh dimension: 4 ranks as 2 x 2, no run at 2.
+  // 2D, pp x FSDP and pp x TP need two ranks on each mesh dimension: 4 ranks as 2 x 2, and at 2
+  // a SKIP row that says so.
   for (const char* name : {"2d", "2d-sp", "2d-replicate", "pp-fsdp", "pp-tp"}) {
     const auto* r = find_run(o.report, name, 4);
     ASSERT_NE(r, nullptr) << name;
     EXPECT_EQ((*r)["verdict"], "PASS") << r->dump();
     EXPECT_LE((*r)["max_rel_loss_diff"].get<double>(), 1e-5);
     expect_within_every_tolerance(*r);
-    EXPECT_EQ(find_run(o.report, name, 2), nullptr) << name;
+    const auto* at2 = find_run(o.report, name, 2);
+    ASSERT_NE(at2, nullptr) << name;
+    EXPECT_EQ((*at2)["verdict"], "SKIP") << at2->dump();
+    EXPECT_EQ((*at2)["note"].get<std::string>().rfind("needs at least 4 ranks: ", 0), 0u) << at2->dump();
   }
   const auto* det = find_run(o.report, "determinism", 1);
   ASSERT_NE(det, nullptr);
@@ -146,6 +150,59 @@ TEST(Parity, ModelFlagAppliesToTensorParallelVariants) {
   Outcome bad = run_parity("model-flag-bad", {"--model", (dir / "missing.json").string()}, {});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_EQ(std::count(bad.output.begin(), bad.output.end(), '\n'), 1) << bad.output;
+}
+
+// A CI job that asks for a strategy that cannot run must not be green having tested nothing
+// (issue 44, item 3): its SKIP row says why, and the suite stops with exit 2 before any run,
+// writing nothing, also when another strategy asked for could run.
+TEST(Parity, AskingForAStrategyThatCannotRunFailsWithItsSkipRow) {
+  const std::string skip_2d =
+      "parity: 2d                 at 2 ranks ... SKIP (needs at least 4 ranks: 2 data-parallel replicas of 2 ranks "
+      "each)\n";
+  Outcome o = run_parity("impossible", {"--strategies", "2d", "--world-sizes", "2"}, {});
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_EQ(o.output, skip_2d + "ddx: error: --strategies 2d cannot run at --world-sizes 2: nothing would check it "
+                                "(the SKIP rows above say why)\n");
+  EXPECT_FALSE(fs::exists(fs::path(DDX_BINARY_DIR) / "test-scratch" / "parity-impossible" / "out"));
+
+  Outcome beside = run_parity("impossible-beside", {"--strategies", "2d,ddp", "--world-sizes", "2"}, {});
+  EXPECT_EQ(beside.exit_code, 2) << beside.output;
+  EXPECT_EQ(beside.output, skip_2d + "ddx: error: --strategies 2d cannot run at --world-sizes 2: nothing would "
+                                     "check it (the SKIP rows above say why)\n");
+
+  // A strategy that runs at one of the world sizes: the other is a SKIP row of the table and the
+  // report, and the suite passes on what ran.
+  Outcome partly = run_parity("impossible-partly", {"--strategies", "pp-dp", "--world-sizes", "2,3", "--steps", "2",
+                                                    "--no-determinism"}, {});
+  EXPECT_EQ(partly.exit_code, 0) << partly.output;
+  const auto* skipped = find_run(partly.report, "pp-dp", 3);
+  ASSERT_NE(skipped, nullptr) << partly.output;
+  EXPECT_EQ((*skipped)["verdict"], "SKIP");
+  EXPECT_EQ((*skipped)["note"], "3 ranks do not split into model replicas of 2 ranks");
+  const auto* ran = find_run(partly.report, "pp-dp", 2);
+  ASSERT_NE(ran, nullptr) << partly.output;
+  EXPECT_EQ((*ran)["verdict"], "PASS") << ran->dump();
+  EXPECT_NE(partly.output.find("SKIP  3 ranks do not split into model replicas of 2 ranks"), std::string::npos)
+      << partly.output;
+  EXPECT_NE(partly.output.find(", 1 skipped"), std::string::npos) << partly.output;
+}
+
+// An --out that cannot be a folder is one line naming it, exit 2, before any run (issue 44,
+// item 7: it was a stack trace, exit 134).
+TEST(Parity, AnOutputFolderThatCannotBeWrittenIsOneLine) {
+  const std::string dir = scratch_dir("parity", "out-is-a-file");
+  const std::string file = dir + "/report.txt";
+  std::ofstream(file) << "keep me\n";
+  RunResult r = run_in(dir, {DDX_BIN, "parity", "--strategies", "ddp", "--world-sizes", "2", "--out", file}, {}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "ddx: error: --out " + file + " cannot be written: " + file + " is a file, not a folder\n");
+  EXPECT_EQ(read_file(file), "keep me\n");
+  RunResult golden = run_in(dir, {DDX_BIN, "parity", "--strategies", "ddp", "--world-sizes", "2", "--out",
+                                  dir + "/out", "--save-golden", "/proc/golden.json"}, {}, 60);
+  EXPECT_EQ(golden.exit_code, 2) << golden.output;
+  EXPECT_EQ(golden.output.rfind("ddx: error: --save-golden /proc/golden.json cannot be written: /proc does not take "
+                                "new files (", 0), 0u) << golden.output;
+  EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
 // A recorded baseline catches a change that moves every strategy together: the same

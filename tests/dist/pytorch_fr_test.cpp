@@ -1,6 +1,6 @@
 // `ddx analyze` on the flight-recorder dumps of real PyTorch jobs: 4 Gloo ranks under torchrun
-// (tests/python/fr_job.py), PyTorch's recorder on (TORCH_FR_BUFFER_SIZE), one planted fault per
-// job. The verdict must name the planted rank and the kind of fault. PyTorch's own reader,
+// (2 and 3 for the skipped rest of a step), tests/python/fr_job.py, PyTorch's recorder on
+// (TORCH_FR_BUFFER_SIZE), one planted fault per job. The verdict must name the planted rank and the kind of fault. PyTorch's own reader,
 // torchfrtrace, runs on the same files: where it does not crash, it must not contradict ddx
 // (on Gloo dumps it crashes, the gap ddx fills: docs/analyze-pytorch.md).
 #include <gtest/gtest.h>
@@ -29,23 +29,28 @@ struct Job {
   RunResult torchrun;
 };
 
-// One torchrun job of fr_job.py with `fault` planted on rank 2. torchrun's monitor looks at its
-// workers every 10 s, so the surviving ranks write their dumps before it tears the job down
-// after a rank dies (as NCCL's watchdog dumps before the job is killed).
-Job run_job(const std::string& fault, const std::string& format = "pickle") {
+// One torchrun job of fr_job.py with `fault` planted on rank `culprit` of `ranks` at `step`.
+// torchrun's monitor looks at its workers every 10 s, so the surviving ranks write their dumps
+// before it tears the job down after a rank dies (as NCCL's watchdog dumps before the job is
+// killed).
+Job run_job(const std::string& fault, const std::string& format = "pickle", int ranks = 4, int culprit = 2,
+            int step = 2) {
   Job job;
-  job.dir = scratch_dir("pytorch-fr", fault + "-" + format);
+  job.dir = scratch_dir("pytorch-fr", fault + "-" + format + (ranks == 4 ? "" : "-np" + std::to_string(ranks)) +
+                                          (step == 2 ? "" : "-step" + std::to_string(step)));
   job.traces = job.dir + "/traces";
   std::filesystem::create_directories(job.traces);
   job.torchrun = run_in(job.dir,
                         // --standalone: a free port of its own (the default 29500 collides
                         // with the job ctest runs beside this one).
-                        {kBin + "/torchrun", "--standalone", "--nproc-per-node", "4", "--monitor-interval", "10",
+                        {kBin + "/torchrun", "--standalone", "--nproc-per-node", std::to_string(ranks),
+                         "--monitor-interval", "10",
                          std::string(DDX_SOURCE_DIR) + "/tests/python/fr_job.py"},
                         {{"TORCH_FR_BUFFER_SIZE", "2000"},
                          {"TORCH_FR_DUMP_TEMP_FILE", job.traces + "/nccl_trace_rank_"},
                          {"FR_FAULT", fault},
-                         {"FR_CULPRIT", "2"},
+                         {"FR_CULPRIT", std::to_string(culprit)},
+                         {"FR_STEP", std::to_string(step)},
                          {"FR_FORMAT", format},
                          {"OMP_NUM_THREADS", "1"}},
                         150);
@@ -151,6 +156,62 @@ TEST(PytorchJobs, AHealthyJobIsNoProblemAndJsonDumpsReadLikePickles) {
   EXPECT_EQ(j.report.at("verdict").at("culprits"), nlohmann::json::array({2})) << j.text;
   EXPECT_NE(j.report.at("verdict").at("summary").get<std::string>().find("rank 2 called barrier as #5"), std::string::npos)
       << j.text;
+}
+
+// Issue 44: rank 1 skips the rest of step 2 (the loss's all_reduce and the barrier) and goes on
+// with step 3, whose first all_reduce completes against the others' loss all_reduce; the next
+// one meets their barrier. At 2 ranks there is no majority: rank 1's own order of calls (the
+// gradients' all_reduce twice in a row, never so before) names it, not the healthy rank 0, and
+// the text and the JSON tell the same story. At 3 ranks the majority names it as before.
+TEST(PytorchJobs, ARankThatSkipsTheRestOfAStepIsNamedAtTwoAndThreeRanks) {
+  ASSERT_EQ(::access((kBin + "/torchrun").c_str(), X_OK), 0) << "no torchrun beside " << DDX_PYTHON;
+  for (int ranks : {2, 3}) {
+    Job job = run_job("rest", "pickle", ranks, 1);
+    Analysis a = analyze(job);
+    ASSERT_EQ(a.exit_code, 1) << a.text << "\n--- the job:\n" << job.torchrun.output;
+    ASSERT_TRUE(a.report.is_object()) << a.text;
+    const auto& verdict = a.report.at("verdict");
+    EXPECT_EQ(verdict.at("kind"), "op-mismatch") << a.text;
+    EXPECT_EQ(verdict.at("culprits"), nlohmann::json::array({1})) << a.text;
+    EXPECT_EQ(verdict.at("op"), "all_reduce") << a.text;
+    EXPECT_EQ(verdict.at("expected_op"), "barrier") << a.text;
+    EXPECT_EQ(verdict.at("seq"), 9) << a.text;  // steps 0 and 1 made #1..#6; #7 and #8 matched
+    EXPECT_NE(a.text.find("VERDICT: op-mismatch: rank 1 called all_reduce as #9 on group 0 (default_pg)"),
+              std::string::npos)
+        << a.text;
+    EXPECT_NE(a.text.find("where the others called barrier [culprit: rank 1]"), std::string::npos) << a.text;
+    EXPECT_EQ(a.report.at("verdict_line").get<std::string>().rfind("VERDICT: op-mismatch: rank 1 called all_reduce", 0),
+              0u)
+        << a.text;
+    const std::string decided = verdict.at("decided_by");
+    if (ranks == 2) {
+      EXPECT_EQ(decided.rfind("no majority (1 vs 1); rank 1 left the order of calls its earlier steps repeat", 0), 0u)
+          << a.text;
+    } else {
+      EXPECT_EQ(decided, "majority: ranks 0,2 called barrier (2 of 3)") << a.text;
+    }
+  }
+}
+
+// The same skip in the job's first step: neither rank has an earlier step to compare with, so
+// nothing decides. The verdict says so and names no rank, in the text and in the JSON alike.
+TEST(PytorchJobs, TwoRanksThatPartInTheFirstStepAreUndecided) {
+  ASSERT_EQ(::access((kBin + "/torchrun").c_str(), X_OK), 0) << "no torchrun beside " << DDX_PYTHON;
+  Job job = run_job("rest", "pickle", 2, 1, 0);
+  Analysis a = analyze(job);
+  ASSERT_EQ(a.exit_code, 1) << a.text << "\n--- the job:\n" << job.torchrun.output;
+  ASSERT_TRUE(a.report.is_object()) << a.text;
+  const auto& verdict = a.report.at("verdict");
+  EXPECT_EQ(verdict.at("kind"), "op-mismatch") << a.text;
+  EXPECT_EQ(verdict.at("culprits"), nlohmann::json::array()) << a.text;
+  EXPECT_EQ(verdict.at("affected"), nlohmann::json::array({0, 1})) << a.text;
+  EXPECT_EQ(verdict.at("op"), "") << a.text;
+  EXPECT_EQ(verdict.at("decided_by").get<std::string>().rfind("undecided: no majority (1 vs 1)", 0), 0u) << a.text;
+  EXPECT_NE(a.text.find("VERDICT: op-mismatch: ranks disagree on #3 on group 0 (default_pg): rank 0 called barrier"),
+            std::string::npos)
+      << a.text;
+  EXPECT_NE(a.text.find("nothing shows which side changed [culprit: undecided]"), std::string::npos) << a.text;
+  EXPECT_EQ(a.text.find("'s stack at"), std::string::npos) << a.text;
 }
 
 // ddx's own recorder in PyTorch's layout (DDX_FR_FORMAT): a planted hang of `ddx probe hang`,

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +84,15 @@ class TopTest : public ::testing::Test {
       if (j.is_object()) out.push_back(j);
     }
     return out;
+  }
+
+  // `ddx top <args>` run inside `cwd` (so the test sees any file it leaves there); output in dir_.
+  RunResult top_in(const std::string& cwd, const std::vector<std::string>& args) {
+    std::string command = "cd '" + cwd + "' && exec '" + DDX_BIN + "' top";
+    for (const std::string& a : args) command += " '" + a + "'";
+    const std::string folder = dir_ + "/top-" + std::to_string(runs_++);
+    fs::create_directories(folder);
+    return run_in(folder, {"/bin/sh", "-c", command}, {}, 60);
   }
 
   // "stalled/2"-style names of the alarms of one refresh.
@@ -236,6 +246,39 @@ TEST_F(TopTest, HostsOverSshAreParsedStrictly) {
     if (a["kind"] == "host_problem") problem_hosts.push_back(a["host"]);
   }
   EXPECT_EQ(problem_hosts, (std::vector<std::string>{"gpu002", "gpu017"}));
+}
+
+// Without --run or --events there is no event log: ddx top leaves no file in the folder it runs in.
+TEST_F(TopTest, WithoutARunFolderOrEventsNoFileIsWritten) {
+  const std::string here = dir_ + "/cwd";
+  fs::create_directories(here);
+  const RunResult r = top_in(here, {"--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("NODE"), std::string::npos) << r.output;
+  for (const auto& entry : fs::directory_iterator(here)) ADD_FAILURE() << "ddx top --once wrote " << entry.path();
+}
+
+// A job that has finished: one line that says so and why (its store's port refuses, rank 0's
+// process is gone), exit 1, none of c10d's retries and backtraces, and no event log created in
+// the job's folder.
+TEST_F(TopTest, AFinishedJobIsSaidToHaveEndedInOneLine) {
+  ChildProcess job({DDX_BIN, "launch", "--nproc-per-node", "2", "--", DDX_BIN, "train", "--strategy", "ddp", "-m", "debug",
+                    "-s", "32", "-b", "2", "--max-steps", "3", "--no-progress", "--save-dir", dir_ + "/out",
+                    "--metrics-file", run_ + "/metrics.jsonl"},
+                   {}, dir_ + "/job.txt");
+  const RunResult finished = result_of(job, 180);
+  ASSERT_EQ(finished.exit_code, 0) << finished.output;
+  ASSERT_TRUE(fs::exists(run_ + "/job.json")) << finished.output;
+  const std::string here = dir_ + "/cwd";
+  fs::create_directories(here);
+  const RunResult r = top_in(here, {"--run", run_, "--once"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  EXPECT_EQ(r.output.rfind("ddx top: the job appears to have ended: the job's store at 127.0.0.1:", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find(" refuses connections (Connection refused) and rank 0 (pid "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("from " + run_ + "/job.json) is no longer running\n"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(run_ + "/top-events.jsonl"));
+  for (const auto& entry : fs::directory_iterator(here)) ADD_FAILURE() << "ddx top wrote " << entry.path();
 }
 
 TEST_F(TopTest, TheTerminalViewInTmux) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <csignal>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,7 +39,7 @@ TEST_F(TrainTest, DefaultsTrainAndWriteMetricsAndPlot) {
     EXPECT_TRUE(recs[0].contains(key)) << key;
   }
   EXPECT_LT(recs.back().at("loss").get<double>(), recs.front().at("loss").get<double>() * 0.9) << r.output;
-  EXPECT_TRUE(fs::exists(dir_ / "loss.svg"));
+  EXPECT_TRUE(fs::exists(dir_ / "default.svg"));  // beside the named metrics file, under its name
   EXPECT_TRUE(recs.back().contains("param_checksum"));
 }
 
@@ -147,6 +148,90 @@ TEST_F(TrainTest, CorruptOrMismatchedCheckpointIsRefused) {
   EXPECT_NE(corrupt.output.find("step_000000002 at step 2"), std::string::npos) << corrupt.output;
 }
 
+// A checkpoint found corrupt on resume, with a good one before it, is set aside (renamed
+// <name>.corrupt) as the run falls back: it no longer counts toward --keep-checkpoints, so
+// rotation keeps the good ones, and no later resume tries it again (issue 44, item 6). Left under
+// its own name it was the newest of three here, and --keep-checkpoints 1 kept only it.
+TEST_F(TrainTest, ACorruptCheckpointIsSetAsideAndLeftOutOfRotation) {
+  const fs::path ckpts = dir_ / "out" / "rot" / "checkpoints";
+  auto first = train(0, "rot1", {"-e", "rot", "--max-steps", "10", "--ckpt-freq", "5", "--keep-checkpoints", "2",
+                                 "--fault", "ckpt-corrupt@step=10"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_TRUE(fs::exists(ckpts / "step_000000005" / "trainer_state.json"));
+  ASSERT_TRUE(fs::exists(ckpts / "step_000000010" / "trainer_state.json"));
+  // Resumed to step 8 keeping one checkpoint: back to step 5, then step 8's checkpoint at the end.
+  auto second = train(0, "rot2", {"-e", "rot", "--max-steps", "8", "--ckpt-freq", "5", "--keep-checkpoints", "1"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("step_000000010 is corrupt: "), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("; renamed to step_000000010.corrupt; falling back to the previous checkpoint"),
+            std::string::npos)
+      << second.output;
+  EXPECT_NE(second.output.find("checkpoints/step_000000005 at step 5"), std::string::npos) << second.output;
+  EXPECT_TRUE(fs::exists(ckpts / "step_000000008" / "trainer_state.json")) << "rotation deleted the good checkpoint";
+  EXPECT_FALSE(fs::exists(ckpts / "step_000000005"));  // the oldest good one: rotated out
+  EXPECT_FALSE(fs::exists(ckpts / "step_000000010"));
+  EXPECT_TRUE(fs::exists(ckpts / "step_000000010.corrupt" / "trainer_state.json")) << "kept for inspection";
+  // The next resume takes the newest good checkpoint and does not meet the corrupt one again.
+  auto third = train(0, "rot3", {"-e", "rot", "--max-steps", "9"});
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.output.find("checkpoints/step_000000008 at step 8"), std::string::npos) << third.output;
+  EXPECT_EQ(third.output.find("corrupt"), std::string::npos) << third.output;
+}
+
+// A named --metrics-file is a curve the user keeps: an existing one is never truncated unasked,
+// and its plot goes beside it under its name, so two runs in one folder keep one plot each
+// (issue 44, item 11). Refused, one line and exit 2 with nothing written, unless
+// --overwrite-metrics, or -e continues an experiment that exists (cut back to the checkpoint's
+// step and appended to).
+TEST_F(TrainTest, AnExistingMetricsFileIsNeverReplacedUnasked) {
+  auto text_of = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ASSERT_EQ(train(0, "a", {"--max-steps", "3"}).exit_code, 0);
+  ASSERT_EQ(train(0, "b", {"--max-steps", "2"}).exit_code, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "a.svg"));
+  EXPECT_TRUE(fs::exists(dir_ / "b.svg"));
+  EXPECT_FALSE(fs::exists(dir_ / "loss.svg"));
+  const std::string curve = text_of(metrics("a")), plot = text_of(dir_ / "a.svg");
+
+  auto again = train(0, "a", {"--max-steps", "1"});
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_EQ(again.output, "ddx: error: --metrics-file " + metrics("a") +
+                              " already exists: name another file, or pass --overwrite-metrics to replace it\n");
+  EXPECT_EQ(text_of(metrics("a")), curve);
+  EXPECT_EQ(text_of(dir_ / "a.svg"), plot);
+  // -e naming a new experiment does not adopt another run's curve either.
+  auto new_experiment = train(0, "a", {"-e", "new", "--max-steps", "1"});
+  EXPECT_EQ(new_experiment.exit_code, 2) << new_experiment.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "new"));
+  // The plot a new curve would get replaces nothing either.
+  std::ofstream(dir_ / "c.svg") << "<svg/>";
+  auto plot_taken = train(0, "c", {"--max-steps", "1"});
+  EXPECT_EQ(plot_taken.exit_code, 2) << plot_taken.output;
+  EXPECT_EQ(plot_taken.output, "ddx: error: --metrics-file " + metrics("c") + ": its loss plot " +
+                                   (dir_ / "c.svg").string() + " already exists: name a --plot-file or another "
+                                   "--metrics-file, or pass --overwrite-metrics to replace it\n");
+  EXPECT_FALSE(fs::exists(metrics("c")));
+  EXPECT_EQ(text_of(dir_ / "c.svg"), "<svg/>");
+
+  // Asked for: replaced.
+  auto replaced = train(0, "a", {"--max-steps", "1", "--overwrite-metrics"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.output;
+  EXPECT_EQ(records("a").size(), 1u);
+  EXPECT_NE(text_of(dir_ / "a.svg"), plot);
+  // A resume continues its own curve: cut back to the checkpoint's step (2, as if the run had
+  // died before its last checkpoint), then appended to.
+  ASSERT_EQ(train(0, "e", {"-e", "e", "--max-steps", "3", "--ckpt-freq", "2"}).exit_code, 0);
+  fs::remove_all(dir_ / "out" / "e" / "checkpoints" / "step_000000003");
+  auto resumed = train(0, "e", {"-e", "e", "--max-steps", "4"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("checkpoints/step_000000002 at step 2"), std::string::npos) << resumed.output;
+  std::vector<int64_t> steps;
+  for (const auto& r : records("e")) steps.push_back(r.at("step").get<int64_t>());
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
 // Preemption: SIGTERM makes the run write a checkpoint at the next step boundary and stop
 // cleanly; the next run resumes from it.
 TEST_F(TrainTest, SigtermCheckpointsAndStops) {
@@ -176,7 +261,8 @@ TEST_F(TrainTest, SigtermCheckpointsAndStops) {
 }
 
 TEST_F(TrainTest, BadInputFailsWithOneLineAndExitTwo) {
-  const std::string bad_jsonl = (dir_ / "bad.jsonl").string();
+  // Not bad.jsonl: that is this test's --metrics-file, which ddx now refuses to replace.
+  const std::string bad_jsonl = (dir_ / "bad-data.jsonl").string();
   std::ofstream(bad_jsonl) << "{\"text\": \"fine\"}\n{not json\n";
   const std::string tiny = (dir_ / "tiny.txt").string();
   std::ofstream(tiny) << "too short";
@@ -190,7 +276,7 @@ TEST_F(TrainTest, BadInputFailsWithOneLineAndExitTwo) {
       {{"-m", "no-such-preset"}, "no-such-preset"},
       {{"-m", config}, config},
       {{"-d", (dir_ / "missing.txt").string()}, "missing.txt"},
-      {{"-d", bad_jsonl}, "bad.jsonl:2"},
+      {{"-d", bad_jsonl}, "bad-data.jsonl:2"},
       {{"-d", tiny}, "tiny.txt"},
       {{"--strategy", "bogus"}, "bogus"},
       {{"--dtype", "fp8"}, "--dtype"},

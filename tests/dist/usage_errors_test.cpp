@@ -57,9 +57,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{"probe"}, "ddx: error: ddx probe needs a subcommand: selfcheck, hang, bandwidth, buserror, compute, memory, "
                         "gpu-health (see ddx probe --help)"},
         Case{{"fault"}, "ddx: error: ddx fault needs a subcommand: matrix (see ddx fault --help)"},
-        // Other parse errors point to the subcommand's help too.
+        // A bad value names the flag, the value and what the flag takes, for every command (issue 44,
+        // item 14: not CLI11's "Value abc not in range 0 to 1099511627776").
         Case{{"launch", "--nproc-per-node", "two", "--", "true"},
-             "ddx: error: Could not convert: --nproc-per-node = two (see ddx launch --help)"},
+             "ddx: error: --nproc-per-node 'two' is not a whole number (see ddx launch --help)"},
+        Case{{"train", "--max-steps", "abc"},
+             "ddx: error: --max-steps 'abc' is not a whole number from 0 to 1099511627776 (see ddx train --help)"},
+        Case{{"train", "--lr", "fast"}, "ddx: error: --lr 'fast' is not a number from 0 to 10 (see ddx train --help)"},
+        Case{{"parity", "--world-sizes", "2,x"},
+             "ddx: error: --world-sizes '2,x' is not a whole number from 1 to 1024 (see ddx parity --help)"},
+        Case{{"parity", "--dtype", "fp16"},
+             "ddx: error: --dtype 'fp16' is not one of: fp32, bf16, fp64 (see ddx parity --help)"},
         // Values of the bandwidth probe's lists are listed (item 5).
         Case{{"probe", "bandwidth", "-o", "mean"},
              "ddx: error: -o/--op 'mean' is not one of: sum, prod, max, min, avg, all"},
@@ -146,6 +154,46 @@ TEST(Help, SelfcheckShowsItsDefaults) {
   for (const char* shown : {"=1,7,1000,65537 ", "=float32,float64,bfloat16,int32,int64 ", "=60\n", "=auto\n"}) {
     EXPECT_NE(r.output.find(shown), std::string::npos) << shown << "\n" << r.output;
   }
+}
+
+// The hang variables are read once, at the start, and only where nothing overrides them (issue
+// 44, item 10): a trace folder no dump could be written to is one line naming it, before the run
+// starts; a variable a flag overrides is not read, so a bad value there stops nothing; the hang
+// probe, which sets its own timeout and trace folder, checks the variables it does read before
+// any rank starts, instead of reporting a cluster that did not dump.
+TEST(EnvironmentError, HangVariablesAreCheckedOnceAtTheStartAndOnlyWhereRead) {
+  const std::string dir = scratch_dir("usage", "hang-variables");
+  auto train = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = {DDX_BIN, "train", "-m", "debug", "-s", "32", "--max-steps", "1", "--no-progress",
+                                     "--save-dir", dir + "/out"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  };
+  auto one_line_starting = [](const RunResult& r, const std::string& start) {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.rfind(start, 0), 0u) << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  };
+  one_line_starting(run_in(dir, train({}), {{"DDX_TRACE_DIR", "/proc/nope"}}, 60),
+                    "ddx: error: DDX_TRACE_DIR /proc/nope cannot be written: /proc does not take new files (");
+  one_line_starting(run_in(dir, train({"--trace-dir", "/proc/nope"}), {}, 60),
+                    "ddx: error: --trace-dir /proc/nope cannot be written: /proc does not take new files (");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
+  // The flags win, so the variables are not read.
+  RunResult overridden = run_in(dir, train({"--collective-timeout", "10", "--trace-dir", dir + "/traces"}),
+                                {{"DDX_COLLECTIVE_TIMEOUT", "abc"}, {"DDX_TRACE_DIR", "/proc/nope"}}, 120);
+  EXPECT_EQ(overridden.exit_code, 0) << overridden.output;
+
+  const std::vector<std::string> probe = {DDX_BIN, "probe", "hang", "--scenario", "healthy", "-np", "2", "--timeout",
+                                          "2s", "--quiet", "--trace-dir", dir + "/probe"};
+  RunResult bad_format = run_in(dir, probe, {{"DDX_FR_FORMAT", "pickle"}}, 60);
+  EXPECT_EQ(bad_format.exit_code, 2) << bad_format.output;
+  EXPECT_EQ(bad_format.output, "ddx: error: DDX_FR_FORMAT='pickle' is not one of ddx, pytorch, both\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/probe"));
+  // --timeout and --trace-dir are the probe's own: the variables they stand for are not read.
+  RunResult probed = run_in(dir, probe, {{"DDX_COLLECTIVE_TIMEOUT", "abc"}, {"DDX_TRACE_DIR", "/proc/nope"}}, 120);
+  EXPECT_EQ(probed.exit_code, 0) << probed.output;
+  EXPECT_NE(probed.output.find("ddx probe hang: PASS (healthy)"), std::string::npos) << probed.output;
 }
 
 }  // namespace

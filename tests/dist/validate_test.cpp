@@ -48,6 +48,10 @@ TEST(Validate, EveryStagePassesAtTwoRanksAndOneReportLinksThemAll) {
     EXPECT_TRUE(has(r.output, name)) << r.output;
   }
   EXPECT_TRUE(has(r.output, "[9/9] burn-in")) << r.output;  // progress: stage k of n as it starts
+  // Every stage's summary reads "<stage>: counts", the pairwise one too (not the probe's "# ..." comment).
+  EXPECT_TRUE(has(r.output, "PASS (")) << r.output;
+  EXPECT_FALSE(has(r.output, "# ddx probe bandwidth --pairs")) << r.output;
+  EXPECT_TRUE(has(r.output, "  pairwise: 1 links, 0 slow, 0 slow ranks\n")) << r.output;
   const auto report = nlohmann::json::parse(read_file(dir + "/report/validate.json"));
   EXPECT_TRUE(report["passed"].get<bool>());
   ASSERT_EQ(report["stages"].size(), 9u);
@@ -132,6 +136,75 @@ TEST(Validate, AnUnknownExpectIsOneLineAndRunsNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
 }
 
+// An output folder that cannot be written, and an --expectations row that breaks the rule, are
+// one line each before any stage (not a C++ stack trace after the first); a file given as --out
+// is left as it was.
+TEST(Validate, AnUnwritableOutAndABadExpectationsRowAreOneLineAndRunNothing) {
+  const std::string dir = scratch_dir("validate", "bad-out");
+  RunResult proc = run_in(dir, validate("/proc/nope"), {}, 60);
+  EXPECT_EQ(proc.exit_code, 2) << proc.output;
+  EXPECT_EQ(proc.output.rfind("ddx: error: --out /proc/nope cannot be written: /proc does not take new files", 0), 0u)
+      << proc.output;
+  EXPECT_EQ(std::count(proc.output.begin(), proc.output.end(), '\n'), 1) << proc.output;
+  std::ofstream(dir + "/a-file") << "mine\n";
+  RunResult file = run_in(dir, validate(dir + "/a-file"), {}, 60);
+  EXPECT_EQ(file.exit_code, 2) << file.output;
+  EXPECT_EQ(file.output, "ddx: error: --out " + dir + "/a-file cannot be written: " + dir + "/a-file is a file, not a folder\n");
+  EXPECT_EQ(read_file(dir + "/a-file"), "mine\n");
+
+  std::ofstream(dir + "/ours.json") << R"([{"sku": "X", "match": ["X"]}, {"sku": "Y", "peak_tflops": {"bf16": 1}}])";
+  auto argv = validate(dir + "/report");
+  argv.insert(argv.end(), {"--expectations", dir + "/ours.json"});
+  RunResult row = run_in(dir, argv, {}, 60);
+  EXPECT_EQ(row.exit_code, 2) << row.output;
+  EXPECT_EQ(row.output, "ddx: error: --expectations " + dir + "/ours.json: row 2: needs a sku and at least one match string\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report"));
+}
+
+// A second run into the same --out (the default folder makes this the common case) judges only
+// what it wrote itself: the earlier run's files are moved aside, whole, and said so. The way it
+// failed: a first run swept to 1M, a second with --expect 0.5 --max-bytes 64K was judged on the
+// first run's bandwidth.json (the probe wrote bandwidth.json.0) and PASSed "at 1M bytes". Here the
+// second FAILs at 64K (CPU loopback at 64K is far below 0.5 GB/s, at 1M above it). Its --baseline
+// is the first run's validate.json in that same folder: read from where it was moved, compared
+// with the first run's figures, and left as it was.
+TEST(Validate, ASecondRunIntoTheSameFolderJudgesItsOwnFilesAndKeepsTheFirst) {
+  const std::string dir = scratch_dir("validate", "second-run");
+  const std::string out = dir + "/report";
+  auto first = validate(out);
+  *(std::find(first.begin(), first.end(), "--max-bytes") + 1) = "1M";
+  RunResult one = run_in(dir, first, {}, 550);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string first_report = read_file(out + "/validate.json");
+  const auto first_figures = nlohmann::json::parse(first_report)["figures"];
+  EXPECT_TRUE(has(stage(nlohmann::json::parse(first_report), "bandwidth")["summary"].get<std::string>(), " at 1M bytes"));
+
+  auto second = validate(out);
+  second.insert(second.end(), {"--expect", "0.5", "--baseline", out + "/validate.json"});
+  RunResult two = run_in(dir, second, {}, 550);
+  EXPECT_EQ(two.exit_code, 1) << two.output;
+  const std::string moved_line = "ddx validate: " + out + " held an earlier run's files: moved them to " + out + ".previous-";
+  ASSERT_EQ(two.output.rfind(moved_line, 0), 0u) << two.output;
+  const size_t name_at = moved_line.size() - std::string(".previous-").size() - out.size();
+  const std::string previous = two.output.substr(name_at, two.output.find(';', name_at) - name_at);
+  EXPECT_TRUE(has(two.output, "; the --baseline is read from there: " + previous + "/validate.json\n")) << two.output;
+  EXPECT_EQ(read_file(previous + "/validate.json"), first_report) << "the baseline was overwritten";
+  EXPECT_TRUE(std::filesystem::exists(previous + "/bandwidth.json"));
+
+  const auto report = nlohmann::json::parse(read_file(out + "/validate.json"));
+  const auto& bw = stage(report, "bandwidth");
+  EXPECT_FALSE(bw["passed"].get<bool>()) << bw.dump();
+  EXPECT_TRUE(has(bw["summary"].get<std::string>(), "below 0.5 GB/s busbw at 64K bytes")) << bw.dump();
+  EXPECT_EQ(bw["details"]["collectives"][0]["bytes"].get<double>(), 65536) << bw.dump();
+  EXPECT_FALSE(std::filesystem::exists(out + "/bandwidth.json.0"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/pairs.json")) << "the pairwise stage did not run: no file of its may be here";
+  // Compared with the first run's figures, every one of them looked up (or counted missing).
+  const auto& b = stage(report, "baseline");
+  EXPECT_EQ(b["details"]["baseline"], previous + "/validate.json") << b.dump();
+  EXPECT_EQ(b["details"]["compared"].get<size_t>() + b["details"]["missing"].size(), first_figures.size()) << b.dump();
+  EXPECT_GT(b["details"]["compared"].get<size_t>(), 0u) << b.dump();
+}
+
 // --baseline: a run against last week's figures. Here "last week" was far faster on compute
 // (every rank's fp32 n=256 figure 1e6 TFLOP/s) and had a collective this run lacks: the stages
 // all pass, the baseline stage FAILs with before and after, in the output, the report and the
@@ -150,6 +223,7 @@ TEST(Validate, ABaselineRegressionFailsWithBeforeAndAfterAndJunitShowsEveryCase)
   argv.insert(argv.end(), {"--baseline", dir + "/last-week.json", "--junit", dir + "/junit.xml"});
   RunResult r = run_in(dir, argv, {}, 550);
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "[1/10] doctor ")) << r.output;  // the baseline stage counted from the first line
   EXPECT_TRUE(has(r.output, "[10/10] baseline        ... FAIL  3 figures compared with the baseline, 2 regressed by more "
                             "than 10% (or 3x their jitter); worst: compute fp32 n=256 TFLOP/s @ "))
       << r.output;
@@ -279,7 +353,7 @@ TEST(Validate, ASlowLinkFailsThePairwiseStageNamingItsRankAtThreeRanks) {
   const size_t pw = stage_index(report, "pairwise links");
   for (size_t i = 0; i < pw; ++i) EXPECT_TRUE(stages[i]["passed"].get<bool>()) << stages[i].dump();
   EXPECT_FALSE(stages[pw]["passed"].get<bool>()) << stages[pw].dump();
-  EXPECT_TRUE(has(stages[pw]["summary"].get<std::string>(), "FAILED (3 links, 2 slow, 1 slow ranks: rank 2)"))
+  EXPECT_EQ(stages[pw]["summary"].get<std::string>(), "pairwise: 3 links, 2 slow, 1 slow ranks: rank 2")
       << stages[pw].dump();
   const auto pairs = nlohmann::json::parse(read_file(dir + "/report/pairs.json"));
   EXPECT_TRUE(has(pairs.dump(), "\"slow_ranks\"")) << pairs.dump();

@@ -3,9 +3,11 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -286,6 +288,135 @@ TEST(HfConfig, BadInputNamesFileAndField) {
     resolve_model_config(dir.path() + "/empty");
   });
   EXPECT_NE(empty_folder.find("config.json"), std::string::npos);
+}
+
+// The warning about keys ddx does not know, as printed while `f` runs ("" when none).
+std::string unknown_key_warnings(const std::function<void()>& f) {
+  ::testing::internal::CaptureStderr();
+  f();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::string lines;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("ddx does not know") != std::string::npos) lines += line + "\n";
+  }
+  return lines;
+}
+
+// Keys of other architectures (experts, QK norms, attention variants) change what the model
+// computes; ddx trains neither family with them, so a converted config is refused naming the key
+// rather than trained as the dense model (issue 44, item 5). Their "off" values are fine.
+TEST(HfConfig, KeysOfOtherArchitecturesAreRefusedNamingTheKey) {
+  TempDir dir;
+  const std::string llama = R"("model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "intermediate_size": 12, "max_position_embeddings": 16, "vocab_size": 11)";
+  const std::string gpt2 = R"("model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "n_positions": 16,
+      "vocab_size": 11)";
+  const std::vector<BadConfig> cases = {
+      {("{" + llama + R"(, "num_local_experts": 8, "num_experts_per_tok": 2})"),
+       "field 'num_experts_per_tok' = 2 is not supported here (mixture of experts: ddx trains dense models only)"},
+      {("{" + llama + R"(, "num_local_experts": 8})"), "field 'num_local_experts' = 8 is not supported here (mixture of experts"},
+      {("{" + llama + R"(, "num_experts": 64})"), "field 'num_experts' = 64 is not supported"},
+      {("{" + llama + R"(, "moe_intermediate_size": 768})"), "field 'moe_intermediate_size' = 768 is not supported"},
+      {("{" + llama + R"(, "router_aux_loss_coef": 0.001})"), "field 'router_aux_loss_coef' = 0.001 is not supported"},
+      {("{" + gpt2 + R"(, "num_local_experts": 4})"), "field 'num_local_experts' = 4 is not supported"},
+      {("{" + llama + R"(, "qk_layernorm": true})"),
+       "field 'qk_layernorm' = true is not supported here (normalised queries and keys"},
+      {("{" + llama + R"(, "use_qk_norm": true})"), "field 'use_qk_norm' = true is not supported"},
+      {("{" + llama + R"(, "attention_chunk_size": 8192})"), "field 'attention_chunk_size' = 8192 is not supported"},
+      {("{" + llama + R"(, "partial_rotary_factor": 0.5})"), "field 'partial_rotary_factor' = 0.5 is not supported"},
+      {("{" + llama + R"(, "query_pre_attn_scalar": 256})"), "field 'query_pre_attn_scalar' = 256 is not supported"},
+      {("{" + llama + R"(, "residual_multiplier": 0.22})"), "field 'residual_multiplier' = 0.22 is not supported"},
+      {("{" + gpt2 + R"(, "sliding_window": 128})"), "field 'sliding_window' = 128 is not supported"},
+  };
+  int i = 0;
+  for (const BadConfig& c : cases) {
+    SCOPED_TRACE(c.text);
+    const std::string path = dir.file("arch" + std::to_string(i++) + ".json", c.text);
+    const std::string message = usage_error([&] { model_config_from_hf_json(path); });
+    EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+  // Present but off: the dense model it describes, read without a warning.
+  const ModelConfig plain = model_config_from_hf_json(dir.file("plain.json", "{" + llama + "}"));
+  const std::string off = dir.file("off.json", "{" + llama + R"(, "num_local_experts": 0, "num_experts_per_tok": 0,
+      "moe_layer_freq": null, "router_aux_loss_coef": 0.0, "output_router_logits": false, "qk_layernorm": false,
+      "use_qk_norm": false, "sliding_window": null, "use_sliding_window": false, "partial_rotary_factor": 1.0,
+      "logits_scaling": 1})");
+  ModelConfig parsed;
+  const std::string warnings = unknown_key_warnings([&] { parsed = model_config_from_hf_json(off); });
+  EXPECT_EQ(parsed.hash(), plain.hash());
+  // output_router_logits is not a setting of the model ddx knows: named, not refused.
+  EXPECT_EQ(warnings.find("num_local_experts"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("'output_router_logits'"), std::string::npos) << warnings;
+}
+
+// A key ddx does not know is trained as if absent; a misspelt rms_norm_eps would silently take
+// the default epsilon. One warning names every such key, with the nearest known spelling.
+TEST(HfConfig, UnknownKeysAreNamedInOneWarning) {
+  TempDir dir;
+  const std::string path = dir.file("typo.json", R"({"model_type": "llama", "hidden_size": 8,
+      "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 12, "max_position_embeddings": 16,
+      "vocab_size": 11, "rms_norm_epsilon": 1e-5, "flash_attn_impl": "v3"})");
+  ModelConfig c;
+  const std::string warnings = unknown_key_warnings([&] { c = model_config_from_hf_json(path); });
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);  // the default: rms_norm_epsilon is not read
+  EXPECT_NE(warnings.find(path + ": keys ddx does not know, trained as if absent: 'flash_attn_impl', "
+                                 "'rms_norm_epsilon' (did you mean 'rms_norm_eps'?)"),
+            std::string::npos)
+      << warnings;
+  EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 1) << warnings;
+  const std::string one = dir.file("one.json", R"({"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1,
+      "n_positions": 16, "vocab_size": 11, "layer_norm_eps": 1e-5})");
+  EXPECT_NE(unknown_key_warnings([&] { model_config_from_hf_json(one); })
+                .find(": a key ddx does not know, trained as if absent: 'layer_norm_eps' (did you mean "
+                      "'layer_norm_epsilon'?)"),
+            std::string::npos);
+}
+
+// Real configs carry no key ddx does not know: the presets as ddx writes them, the checked-in
+// transformers 4.57.6 file, the hub's gpt2-medium, and what transformers 5 writes by default for
+// both families (HfReferenceTest checks the files the installed transformers writes, too).
+TEST(HfConfig, RealConfigsGetNoUnknownKeyWarning) {
+  TempDir dir;
+  std::vector<std::string> paths = {std::string(DDX_SOURCE_DIR) +
+                                    "/tests/fixtures/hf-configs/llama-llama3-transformers-4.57.6.json"};
+  for (const char* name : {"gpt2", "gpt2-medium", "llama-3.2-1b", "llama-3.1-8b", "debug", "debug-llama", "debug-tp",
+                           "debug-tp-llama", "debug-pp"}) {
+    paths.push_back(dir.file(std::string(name) + ".json", to_hf_config_json(model_config_from_preset(name))));
+  }
+  // GPT2Config().to_dict() and LlamaConfig(...).to_dict() of transformers 5.25.0, and the hub's
+  // gpt2-medium config.json.
+  paths.push_back(dir.file("t5-gpt2.json", R"({"_name_or_path": "", "activation_function": "gelu_new",
+      "add_cross_attention": false, "architectures": null, "attn_pdrop": 0.1, "bos_token_id": 50256,
+      "chunk_size_feed_forward": 0, "dtype": null, "embd_pdrop": 0.1, "eos_token_id": 50256, "id2label": {"0": "LABEL_0"},
+      "initializer_range": 0.02, "is_encoder_decoder": false, "label2id": {"LABEL_0": 0}, "layer_norm_epsilon": 1e-05,
+      "model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12, "n_positions": 1024,
+      "output_attentions": false, "output_hidden_states": false, "pad_token_id": null, "problem_type": null,
+      "reorder_and_upcast_attn": false, "resid_pdrop": 0.1, "return_dict": true, "scale_attn_by_inverse_layer_idx": false,
+      "scale_attn_weights": true, "summary_activation": null, "summary_first_dropout": 0.1, "summary_proj_to_labels": true,
+      "summary_type": "cls_index", "summary_use_proj": true, "tie_word_embeddings": true, "transformers_version": "5.25.0",
+      "use_cache": true, "vocab_size": 50257})"));
+  paths.push_back(dir.file("t5-llama.json", R"({"_name_or_path": "", "architectures": null, "attention_bias": false,
+      "attention_dropout": 0.0, "bos_token_id": 1, "chunk_size_feed_forward": 0, "dtype": null, "eos_token_id": 2,
+      "head_dim": 8, "hidden_act": "silu", "hidden_size": 64, "id2label": {"0": "LABEL_0"}, "initializer_range": 0.02,
+      "intermediate_size": 96, "is_encoder_decoder": false, "label2id": {"LABEL_0": 0}, "max_position_embeddings": 256,
+      "mlp_bias": false, "model_type": "llama", "num_attention_heads": 8, "num_hidden_layers": 3,
+      "num_key_value_heads": 2, "output_attentions": false, "output_hidden_states": false, "pad_token_id": null,
+      "pretraining_tp": 1, "problem_type": null, "return_dict": true, "rms_norm_eps": 1e-06,
+      "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"}, "tie_word_embeddings": false,
+      "transformers_version": "5.25.0", "use_cache": true, "vocab_size": 1001})"));
+  paths.push_back(dir.file("gpt2-medium-hub.json", R"({"activation_function": "gelu_new",
+      "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1,
+      "eos_token_id": 50256, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024,
+      "n_embd": 1024, "n_head": 16, "n_layer": 24, "n_positions": 1024, "n_special": 0, "predict_special_tokens": true,
+      "resid_pdrop": 0.1, "summary_activation": null, "summary_first_dropout": 0.1, "summary_proj_to_labels": true,
+      "summary_type": "cls_index", "summary_use_proj": true,
+      "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}}, "vocab_size": 50257})"));
+  for (const std::string& path : paths) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(unknown_key_warnings([&] { model_config_from_hf_json(path); }), "");
+  }
 }
 
 TEST(ModelConfigValidate, RejectsInconsistentSizes) {

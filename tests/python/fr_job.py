@@ -6,7 +6,7 @@ not dump by itself on a timeout. A rank that never reaches a failing collective 
 compute) dumps when the job's deadline passes, from a thread, as NCCL's watchdog does when a
 peer asks. ``FR_FORMAT=json`` writes PyTorch's JSON dump instead of the pickle.
 
-Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step 2 of 5):
+Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step ``FR_STEP`` of 5, by default 2):
   none       a healthy run; every rank dumps at the end
   skip       the culprit skips the step's all_reduce
   op         the culprit calls broadcast where the others call all_reduce
@@ -20,6 +20,12 @@ Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step 2 of 5):
              pipeline does); at step 2 it leaves out the send, so the next rank waits in recv.
              Gloo's recorder does not record send/recv: the dumps show only that the next rank
              never joined the step's all_reduce
+  rest       every step also all-reduces its loss and ends in a barrier; at step 2 the culprit
+             skips the rest of the step after the gradients' all_reduce (the loss's all_reduce
+             and the barrier), so its next all_reduce, the next step's first, meets the others'
+             loss all_reduce (same size: it completes) and its loss all_reduce meets their
+             barrier. Two ranks have no majority: only the order of each rank's own calls tells
+             which one left the step
 """
 
 import datetime
@@ -34,6 +40,7 @@ import torch.distributed as dist
 
 FAULT = os.environ.get("FR_FAULT", "none")
 CULPRIT = int(os.environ.get("FR_CULPRIT", "2"))
+FAULTY_STEP = int(os.environ.get("FR_STEP", "2"))
 TIMEOUT_S = float(os.environ.get("FR_TIMEOUT_S", "4"))
 DEADLINE_S = float(os.environ.get("FR_DEADLINE_S", "15"))
 JSON = os.environ.get("FR_FORMAT", "pickle") == "json"
@@ -79,7 +86,7 @@ def exchange_activations(rank, faulty):
 
 
 def train_step(rank, step, pair):
-    faulty = rank == CULPRIT and step == 2
+    faulty = rank == CULPRIT and step == FAULTY_STEP
     grads = torch.ones(8)
     if FAULT == "p2p":
         exchange_activations(rank, faulty)
@@ -99,6 +106,9 @@ def train_step(rank, step, pair):
         reduce(grads)
     if pair is not None and not (faulty and FAULT == "subgroup"):
         reduce(torch.ones(4), group=pair)
+    if FAULT == "rest" and not faulty:
+        dist.all_reduce(torch.ones(8))  # the step's loss
+        dist.barrier()
 
 
 def main():

@@ -214,7 +214,9 @@ TEST_F(AnalyzerTest, TwoRankTieIsBrokenByWhoChangedAtTheSameCallSite) {
   }
 }
 
-TEST_F(AnalyzerTest, TieWithoutHistoryNamesBothSides) {
+// Without a majority or any history to tell the sides apart, the verdict names no rank, and the
+// text and the JSON say the same.
+TEST_F(AnalyzerTest, TieWithoutHistoryIsUndecidedAndNamesNoRank) {
   for (int r = 0; r < 2; ++r) {
     DumpBuilder b(r, 2);
     b.op(1, r == 0 ? "all_reduce" : "broadcast", "init", "started");
@@ -222,8 +224,131 @@ TEST_F(AnalyzerTest, TieWithoutHistoryNamesBothSides) {
   }
   Diagnosis dx = run();
   ASSERT_FALSE(dx.findings.empty());
-  EXPECT_EQ(dx.findings[0].culprits, (std::vector<int>{0, 1}));
-  EXPECT_NE(dx.findings[0].decided_by.find("any of these"), std::string::npos);
+  const Finding& f = dx.findings[0];
+  EXPECT_EQ(f.kind, FindingKind::OpMismatch);
+  EXPECT_TRUE(f.culprits.empty()) << render_text(traces_, dx);
+  EXPECT_EQ(f.affected, (std::vector<int>{0, 1}));
+  EXPECT_EQ(f.decided_by.rfind("undecided: no majority (1 vs 1)", 0), 0u) << f.decided_by;
+  EXPECT_EQ(verdict_line(traces_, dx),
+            "VERDICT: op-mismatch: ranks disagree on #1 on group world: rank 0 called all_reduce(sum) (at 'init'), "
+            "rank 1 called broadcast (at 'init'); nothing shows which side changed [culprit: undecided]");
+  json doc = json::parse(render_json(traces_, dx));
+  EXPECT_EQ(doc["verdict"]["culprits"], json::array());
+  EXPECT_EQ(doc["verdict"]["op"], "");
+  EXPECT_EQ(doc["verdict"]["expected_op"], "");
+}
+
+// A PyTorch job as the loader leaves its dumps: each rank's collectives on group "0", one per
+// Python line of train.py (31 and 32 all_reduce, 33 barrier, all called from train_step, which
+// main's loop calls), the stacks PyTorch recorded, the last call of each rank still in flight.
+TraceSet pytorch_job(const std::vector<std::vector<int>>& lines_by_rank) {
+  TraceSet t;
+  t.dir = "job";
+  t.world_size = static_cast<int>(lines_by_rank.size());
+  std::vector<int> members;
+  for (int r = 0; r < t.world_size; ++r) members.push_back(r);
+  for (int r = 0; r < t.world_size; ++r) {
+    RankDump& d = t.dumps[r];
+    d.rank = r;
+    d.world_size = t.world_size;
+    d.format = "pytorch 2.10";
+    d.dump_steady_us = 100'000'000;
+    const std::vector<int>& lines = lines_by_rank[r];
+    for (size_t i = 0; i < lines.size(); ++i) {
+      Entry e;
+      e.id = e.seq = i + 1;
+      e.group = "0";
+      e.group_ranks = members;
+      e.op = lines[i] == 33 ? "barrier" : "all_reduce";
+      e.dtype = "float32";
+      if (e.op == "all_reduce") e.in_shape = e.out_shape = {8};
+      e.backend = "gloo";
+      e.state = i + 1 == lines.size() ? "started" : "completed";
+      const std::string torch_frame = e.op == "barrier" ? "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:5030 in barrier"
+                                                        : "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py:3068 in all_reduce";
+      e.stack = std::vector<std::string>{torch_frame, "/job/train.py:" + std::to_string(lines[i]) + " in train_step",
+                                         "/job/train.py:40 in main", "/job/train.py:44 in <module>"};
+      e.call_site = "train.py:" + std::to_string(lines[i]) + " train_step";
+      e.enqueue_us = e.start_us = 90'000'000 + static_cast<int64_t>(i) * 100'000;
+      d.entries.push_back(e);
+    }
+    GroupPosition& pos = d.groups["0"];
+    pos.ranks = members;
+    pos.last_enqueued = pos.last_started = lines.size();
+    pos.last_completed = lines.size() - 1;
+    pos.in_flight = 1;
+  }
+  return t;
+}
+
+// The first `calls` calls of train.py's loop, each step 31, 32, 33; `skipping` leaves out the
+// rest of step `at` after its first all_reduce and goes on with the next step.
+std::vector<int> train_py_lines(int at, bool skipping, size_t calls) {
+  std::vector<int> lines;
+  for (int step = 0; lines.size() < calls; ++step) {
+    for (int line : {31, 32, 33}) {
+      if (skipping && step == at && line != 31) continue;
+      if (lines.size() < calls) lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+// Issue 44: at 2 ranks, rank 1 skips the rest of step 3 (its all_reduce at line 32 and the
+// barrier). Its #11 is step 4's first all_reduce, which completes against rank 0's line-32 one;
+// at #12 rank 0 waits in the barrier and rank 1 in line 32's all_reduce. Without a majority,
+// rank 1's own order of calls (31 twice in a row, never so before) names it, not rank 0.
+TEST(TwoRankPytorchJob, TheRankThatLeftItsOrderOfCallsIsTheCulpritAndTextAndJsonAgree) {
+  TraceSet t = pytorch_job({train_py_lines(3, false, 12), train_py_lines(3, true, 12)});
+  Diagnosis dx = diagnose(t);
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  const std::string text = render_text(t, dx);
+  EXPECT_EQ(f.kind, FindingKind::OpMismatch) << text;
+  EXPECT_EQ(f.culprits, std::vector<int>{1}) << text;
+  EXPECT_EQ(f.affected, std::vector<int>{0}) << text;
+  EXPECT_EQ(f.seq, 12u);
+  EXPECT_EQ(verdict_line(t, dx),
+            "VERDICT: op-mismatch: rank 1 called all_reduce as #12 on group 0 (at 'train.py:32 train_step') "
+            "where the others called barrier [culprit: rank 1]");
+  EXPECT_EQ(f.decided_by,
+            "no majority (1 vs 1); rank 1 left the order of calls its earlier steps repeat: all_reduce #10 at "
+            "'train.py:31 train_step' from 'train.py:40 main' was followed by all_reduce #11 at 'train.py:31 "
+            "train_step' from 'train.py:40 main', as never before; rank 0 kept to it");
+  json doc = json::parse(render_json(t, dx));
+  EXPECT_EQ(doc["verdict"]["culprits"], json::array({1}));
+  EXPECT_EQ(doc["verdict"]["op"], "all_reduce");
+  EXPECT_EQ(doc["verdict"]["expected_op"], "barrier");
+  // The same fault at 3 ranks is the majority's to decide, as before.
+  TraceSet three = pytorch_job({train_py_lines(3, false, 12), train_py_lines(3, true, 12),
+                                train_py_lines(3, false, 12)});
+  Diagnosis dx3 = diagnose(three);
+  ASSERT_FALSE(dx3.findings.empty());
+  EXPECT_EQ(dx3.findings[0].culprits, std::vector<int>{1}) << render_text(three, dx3);
+  EXPECT_NE(dx3.findings[0].decided_by.find("majority: ranks 0,2 called barrier (2 of 3)"), std::string::npos)
+      << dx3.findings[0].decided_by;
+}
+
+// The same skip in the job's first step: neither rank has an earlier step to compare with, so
+// nothing decides; the verdict says so and names no rank.
+TEST(TwoRankPytorchJob, ASkipInTheFirstStepIsUndecided) {
+  TraceSet t = pytorch_job({train_py_lines(0, false, 3), train_py_lines(0, true, 3)});
+  Diagnosis dx = diagnose(t);
+  ASSERT_FALSE(dx.findings.empty());
+  const Finding& f = dx.findings[0];
+  const std::string text = render_text(t, dx);
+  EXPECT_EQ(f.kind, FindingKind::OpMismatch) << text;
+  EXPECT_TRUE(f.culprits.empty()) << text;
+  EXPECT_EQ(f.decided_by.rfind("undecided: ", 0), 0u) << f.decided_by;
+  EXPECT_NE(text.find("VERDICT: op-mismatch: ranks disagree on #3 on group 0: rank 0 called barrier (at "
+                      "'train.py:33 train_step'), rank 1 called all_reduce (at 'train.py:32 train_step'); nothing "
+                      "shows which side changed [culprit: undecided]"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("'s stack at"), std::string::npos) << text;  // no culprit, no culprit's stack
+  json doc = json::parse(render_json(t, dx));
+  EXPECT_EQ(doc["verdict"]["culprits"], json::array());
+  EXPECT_EQ(doc["verdict"]["op"], "");
 }
 
 TEST_F(AnalyzerTest, SizeAndDtypeMismatches) {
@@ -400,6 +525,36 @@ TEST_F(AnalyzerTest, MissingDumpWithoutEvidenceIsReportedAsSuch) {
   EXPECT_NE(render_text(traces_, dx).find("rank 2: missing dump"), std::string::npos);
 }
 
+// Issue 44: "rank 1 wait for it". A verb after a rank list agrees with it.
+TEST_F(AnalyzerTest, VerbsAgreeWithTheRanksBeforeThem) {
+  for (int world : {2, 3}) {
+    SetUp();
+    for (int r = 0; r + 1 < world; ++r) {  // the last rank left no dump
+      DumpBuilder b = steps(r, world, 1);
+      b.op(2, "all_reduce", "step 2 grads", "started");
+      write(b);
+    }
+    Diagnosis dx = run();
+    ASSERT_FALSE(dx.findings.empty());
+    EXPECT_EQ(dx.findings[0].kind, FindingKind::NoDump);
+    const std::string waiting = world == 2 ? "; rank 0 waits for it in " : "; ranks 0,1 wait for it in ";
+    EXPECT_NE(dx.findings[0].summary.find(waiting), std::string::npos) << dx.findings[0].summary;
+  }
+  // Rank 1 is still inside #2 while rank 0 waits in #3.
+  SetUp();
+  DumpBuilder ahead = steps(0, 2, 2);
+  ahead.op(3, "all_reduce", "step 3 grads", "started");
+  write(ahead);
+  DumpBuilder stuck = steps(1, 2, 1);
+  stuck.op(2, "all_reduce", "step 2 grads", "started");
+  write(stuck);
+  Diagnosis dx = run();
+  ASSERT_FALSE(dx.findings.empty());
+  EXPECT_EQ(dx.findings[0].kind, FindingKind::Stuck) << render_text(traces_, dx);
+  EXPECT_NE(dx.findings[0].summary.find(") while rank 0 waits in all_reduce(sum) #3"), std::string::npos)
+      << dx.findings[0].summary;
+}
+
 TEST_F(AnalyzerTest, ExtraCollectiveOnAMinorityOfRanks) {
   // PyTorch's FR tutorial: one rank runs one all-reduce more than the rest.
   for (int r = 0; r < 4; ++r) {
@@ -454,6 +609,16 @@ TEST_F(AnalyzerTest, GarbageEmptyForeignAndFutureDumpsAreNamedNotFatal) {
 TEST_F(AnalyzerTest, EmptyOrMissingDirectoryIsAUsageError) {
   EXPECT_THROW(load_trace_dir(dir_), UsageError);
   EXPECT_THROW(load_trace_dir(dir_ + "/nope"), UsageError);
+  // An empty folder is most often a PyTorch job that never called the dump: the one line says so.
+  try {
+    load_trace_dir(dir_);
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("no flight recorder dumps in it"), std::string::npos) << message;
+    EXPECT_NE(message.find("on Gloo, only the latter"), std::string::npos) << message;
+    EXPECT_NE(message.find("docs/analyze-pytorch.md section 1"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 TEST_F(AnalyzerTest, JsonReportCarriesTheVerdict) {

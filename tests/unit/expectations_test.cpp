@@ -60,5 +60,35 @@ TEST(Expectations, BadFilesAreOneLineErrorsNamingTheRow) {
   EXPECT_THROW(expectations_with(path + ".missing"), UsageError);
 }
 
+// The message is the rule the row breaks (docs/validate.md), never the JSON library's own text
+// ("[json.exception.out_of_range.403] key 'sku' not found").
+std::string error_of(const std::string& rows) {
+  const std::string path = ::testing::TempDir() + "/rule-expectations.json";
+  std::ofstream(path) << rows;
+  try {
+    expectations_with(path);
+  } catch (const UsageError& e) {
+    const std::string text = e.what();
+    return text.rfind("--expectations " + path + ": ", 0) == 0 ? text.substr(path.size() + 17) : text;
+  }
+  return "accepted";
+}
+
+TEST(Expectations, ABadRowIsOneLineNamingTheRowAndTheRule) {
+  const std::string ok = R"({"sku": "X", "match": ["X"]})";
+  EXPECT_EQ(error_of("[" + ok + R"(, {"match": ["Y"]}])"), "row 2: needs a sku and at least one match string");
+  EXPECT_EQ(error_of(R"([{"sku": "Y"}])"), "row 1: needs a sku and at least one match string");
+  EXPECT_EQ(error_of(R"([{"sku": "Y", "match": "Y"}])"), "row 1: needs a sku and at least one match string");
+  EXPECT_EQ(error_of(R"([{"sku": 7, "match": ["Y"]}])"), "row 1: needs a sku and at least one match string");
+  EXPECT_EQ(error_of("[" + ok + ", 3]"), "row 2: must be an object ({\"sku\", \"match\", ...})");
+  EXPECT_EQ(error_of(R"([{"sku": "Y", "match": ["Y"], "exclude": "PCIe"}])"), "row 1: exclude must be a list of strings");
+  EXPECT_EQ(error_of(R"([{"sku": "Y", "match": ["Y"], "peak_tflops": {"bf16": "fast"}}])"),
+            "row 1: peak_tflops must map dtypes to TFLOP/s above 0 ({\"bf16\": 989.4})");
+  EXPECT_EQ(error_of(R"([{"sku": "Y", "match": ["Y"], "memory_gbs": "3.3 TB/s"}])"),
+            "row 1: memory_gbs must be a number of GB/s above 0");
+  EXPECT_EQ(error_of(R"([{"sku": "Y", "match": ["Y"], "source": 2024}])"), "row 1: source must be a string");
+  EXPECT_EQ(error_of("[" + ok + "]"), "accepted");
+}
+
 }  // namespace
 }  // namespace ddx::validate

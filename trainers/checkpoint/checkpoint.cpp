@@ -56,6 +56,20 @@ std::vector<fs::path> complete_checkpoints(const std::string& root) {
   return out;
 }
 
+// Renames a corrupt checkpoint out of the step_<N> names that resume and rotation read:
+// <folder>.corrupt, or .corrupt.2, .corrupt.3, ... when an earlier one of the same step is
+// there. rename(2) is atomic, so the folder is never half-moved. Returns what was done, for the
+// warning: "renamed to <name>", or why it could not be.
+std::string set_aside(const fs::path& folder) {
+  fs::path target = folder.string() + ".corrupt";
+  for (int n = 2; fs::exists(target); ++n) target = folder.string() + ".corrupt." + std::to_string(n);
+  std::error_code ec;
+  fs::rename(folder, target, ec);
+  if (ec) return "could not be renamed to " + target.filename().string() + " (" + ec.message() + ")";
+  fsync_path(folder.parent_path().string());
+  return "renamed to " + target.filename().string();
+}
+
 }  // namespace
 
 CheckpointDir::CheckpointDir(std::string experiment_dir) : root_(std::move(experiment_dir) + "/checkpoints") {}
@@ -96,20 +110,29 @@ std::optional<std::string> CheckpointDir::latest() const {
 }
 
 std::optional<std::pair<std::string, TrainerState>> CheckpointDir::latest_valid(
-    const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn) const {
+    const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn,
+    bool set_aside_corrupt) const {
   const auto all = complete_checkpoints(root_);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
       return std::make_pair(it->string(), verify(it->string(), expected_config));
     } catch (const CorruptCheckpoint& e) {
-      events::Event("checkpoint.corrupt").text("folder", it->string()).number("step", step_of_folder(*it)).emit();
+      events::Event corrupt("checkpoint.corrupt");
+      corrupt.text("folder", it->string()).number("step", step_of_folder(*it));
       // With nothing valid left, starting afresh would overwrite the bad checkpoints (evidence
       // the user may want) and silently redo the run: refuse instead, naming the file.
       if (std::next(it) == all.rend()) {
+        corrupt.emit();
         throw UsageError(std::string(e.what()) + "; no valid checkpoint to resume from (use another "
                          "--experiment-name to start afresh)");
       }
-      warn(std::string(e.what()) + "; falling back to the previous checkpoint");
+      // Left under its step_<N> name, it would count as one of the --keep-checkpoints newest
+      // and rotation would delete good ones before it.
+      const std::string set_aside_as = set_aside_corrupt ? set_aside(*it) : "";
+      if (!set_aside_as.empty()) corrupt.text("set_aside", set_aside_as);
+      corrupt.emit();
+      warn(std::string(e.what()) + (set_aside_as.empty() ? "" : "; " + set_aside_as) +
+           "; falling back to the previous checkpoint");
     }
   }
   return std::nullopt;
@@ -130,7 +153,14 @@ TrainerState CheckpointDir::verify(const std::string& folder, const nlohmann::js
   for (const auto& [name, sum] : j.at("files").items()) {
     const std::string path = folder + "/" + name;
     if (!fs::exists(path)) throw CorruptCheckpoint("checkpoint " + folder + " is missing " + name);
-    const std::string actual = file_checksum(path);
+    std::string actual;
+    try {
+      actual = file_checksum(path);
+    } catch (const std::runtime_error&) {
+      // Gone since the check above: rank 0 set this (corrupt) checkpoint aside meanwhile.
+      if (!fs::exists(path)) throw CorruptCheckpoint("checkpoint " + folder + " is missing " + name);
+      throw;
+    }
     if (actual != sum.get<std::string>()) {
       throw CorruptCheckpoint("checkpoint " + folder + " is corrupt: " + name + " has checksum " + actual +
                        ", expected " + sum.get<std::string>());

@@ -44,10 +44,14 @@ class CheckpointDir {
   // The newest complete checkpoint, if any.
   std::optional<std::string> latest() const;
   // The newest checkpoint that verifies, with its state: a corrupt one (CorruptCheckpoint) is
-  // passed to `warn` and the one before it tried; nullopt when none is complete. A config
-  // mismatch still throws.
+  // passed to `warn` and the one before it tried; nullopt when none is complete. With
+  // `set_aside_corrupt` (rank 0 only: one process renames) a corrupt one with a valid one before
+  // it is renamed <folder>.corrupt, so neither a later resume nor --keep-checkpoints' rotation
+  // counts it. When no valid one is left, throws UsageError and renames nothing (the run is
+  // refused, the evidence stays where it was). A config mismatch still throws.
   std::optional<std::pair<std::string, TrainerState>> latest_valid(
-      const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn) const;
+      const nlohmann::json& expected_config, const std::function<void(const std::string&)>& warn,
+      bool set_aside_corrupt) const;
   // Reads and verifies a checkpoint: trainer_state.json parses, every listed file exists
   // with its checksum, and `expected_config` equals the stored one field by field. Throws
   // CorruptCheckpoint or UsageError naming the checkpoint and the mismatch.

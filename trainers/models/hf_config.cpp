@@ -1,14 +1,19 @@
 // Hugging Face config.json <-> ModelConfig for GPT2LMHeadModel and LlamaForCausalLM.
 // Strict: a field the architecture here would silently compute differently (another
-// activation, biases in Llama attention, an unknown RoPE scaling) is an error, not ignored.
+// activation, biases in Llama attention, an unknown RoPE scaling, experts, QK norms) is an
+// error, not ignored; a key ddx does not know at all (a misspelling, a newer setting) is named
+// in a warning.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "ddx/errors.h"
 #include "ddx/log.h"
+#include "ddx/text.h"
 #include "models/model_config.h"
 
 namespace ddx::models {
@@ -204,17 +209,125 @@ void refuse_llama_settings_not_implemented(const json& config, const FieldReader
   f.require_one_of("hidden_act", {"silu"});
   f.require_one_of("attention_bias", {false});
   f.require_one_of("mlp_bias", {false});
-  f.require_one_of("use_sliding_window", {false});
-  if (f.has("sliding_window")) f.fail("sliding_window", "= " + config.at("sliding_window").dump() + " is not supported here (full causal attention only)");
   if (f.has("layer_types")) {
     for (const json& t : config.at("layer_types")) {
       if (t != "full_attention") f.fail("layer_types", "contains " + t.dump() + ", not supported here (full_attention only)");
     }
   }
-  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "logit_scale"}) {
-    if (f.has(key)) f.fail(key, "= " + config.at(key).dump() + " is not supported here");
-  }
   warn_dropout(config, f, {"attention_dropout"});
+}
+
+// Keys of other architectures, which neither family here computes: a config converted from such
+// a model (or edited by hand) would otherwise train as the plain dense model without a word.
+// Refused naming the key, unless its value means the feature is off (null always does).
+struct ArchitectureKey {
+  std::string key;        // the key, or with a trailing '*' every key that starts with it
+  std::string what;       // what it would make of the model, for the message
+  std::vector<json> off;  // values that mean "not used"
+};
+
+const std::vector<ArchitectureKey>& architecture_keys() {
+  const std::string experts = "mixture of experts: ddx trains dense models only";
+  const std::string qk_norm = "normalised queries and keys: not implemented here";
+  const std::string window = "full causal attention only";
+  static const std::vector<ArchitectureKey> table = {
+      {"num_local_experts", experts, {0}},
+      {"num_experts", experts, {0}},
+      {"num_experts_per_tok", experts, {0}},
+      {"n_routed_experts", experts, {0}},
+      {"n_shared_experts", experts, {0}},
+      {"moe_*", experts, {0, false}},
+      {"router_*", experts, {0, false}},
+      {"qk_layernorm", qk_norm, {false}},
+      {"qk_norm", qk_norm, {false}},
+      {"use_qk_norm", qk_norm, {false}},
+      {"use_sliding_window", window, {false}},
+      {"sliding_window", window, {}},
+      {"attention_chunk_size", window, {}},
+      {"attn_logit_softcapping", "logits are not soft-capped here", {}},
+      {"final_logit_softcapping", "logits are not soft-capped here", {}},
+      {"logit_scale", "logits are not scaled here", {}},
+      {"logits_scaling", "logits are not scaled here", {1}},
+      {"query_pre_attn_scalar", "attention is scaled by 1/sqrt(head_dim) here", {}},
+      {"attention_multiplier", "attention is scaled by 1/sqrt(head_dim) here", {}},
+      {"embedding_multiplier", "embeddings are not scaled here", {1}},
+      {"residual_multiplier", "residuals are not scaled here", {1}},
+      {"partial_rotary_factor", "RoPE on the whole head only", {1}},
+      {"use_parallel_residual", "attention and MLP run one after the other here", {false}},
+      {"parallel_attn", "attention and MLP run one after the other here", {false}},
+      {"alibi", "no ALiBi position biases here", {false}},
+  };
+  return table;
+}
+
+const ArchitectureKey* architecture_key(const std::string& key) {
+  for (const ArchitectureKey& a : architecture_keys()) {
+    const bool prefix = a.key.back() == '*';
+    if (prefix ? key.rfind(a.key.substr(0, a.key.size() - 1), 0) == 0 : key == a.key) return &a;
+  }
+  return nullptr;
+}
+
+void refuse_other_architectures(const json& config, const FieldReader& f) {
+  for (const auto& [key, value] : config.items()) {
+    const ArchitectureKey* a = architecture_key(key);
+    if (!a || value.is_null()) continue;
+    if (std::find(a->off.begin(), a->off.end(), value) == a->off.end()) {
+      f.fail(key, "= " + value.dump() + " is not supported here (" + a->what + ")");
+    }
+  }
+}
+
+// Keys that every transformers config may carry and that change nothing ddx computes: ids,
+// provenance, dtype (--dtype decides), output switches, task heads, generation defaults.
+const std::set<std::string>& keys_of_every_config() {
+  static const std::set<std::string> keys = {
+      "model_type", "architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype",
+      "vocab_size", "tie_word_embeddings", "initializer_range", "use_cache", "bos_token_id", "eos_token_id",
+      "pad_token_id", "sep_token_id", "decoder_start_token_id", "return_dict", "output_hidden_states",
+      "output_attentions", "torchscript", "use_bfloat16", "tf_legacy_loss", "pruned_heads", "tie_encoder_decoder",
+      "is_decoder", "is_encoder_decoder", "chunk_size_feed_forward", "id2label", "label2id", "num_labels",
+      "problem_type", "finetuning_task", "tokenizer_class", "prefix", "task_specific_params", "max_length",
+      "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups", "diversity_penalty",
+      "temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
+      "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+      "output_scores", "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id",
+      "remove_invalid_values", "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens"};
+  return keys;
+}
+
+// A family's own keys: read, checked (refused when they ask for something else), warned
+// about, or known to change nothing here (docs/models.md's table).
+const std::set<std::string>& keys_of(Family family) {
+  static const std::set<std::string> gpt2 = {
+      "n_embd", "n_layer", "n_head", "n_positions", "n_inner", "n_ctx", "layer_norm_epsilon",
+      "activation_function", "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "add_cross_attention",
+      "resid_pdrop", "embd_pdrop", "attn_pdrop", "reorder_and_upcast_attn", "summary_type", "summary_use_proj",
+      "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "n_special",
+      "predict_special_tokens"};
+  static const std::set<std::string> llama = {
+      "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+      "max_position_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "head_dim",
+      "hidden_act", "attention_bias", "mlp_bias", "layer_types", "attention_dropout", "pretraining_tp"};
+  return family == Family::Gpt2 ? gpt2 : llama;
+}
+
+// One warning naming every key ddx does not know, with the nearest known spelling: a misspelt
+// rms_norm_eps would otherwise train with the default epsilon without a word.
+void warn_unknown_keys(const json& config, const std::string& file, Family family) {
+  const std::set<std::string>& own = keys_of(family);
+  const std::set<std::string>& common = keys_of_every_config();
+  std::vector<std::string> candidates(own.begin(), own.end());
+  candidates.insert(candidates.end(), common.begin(), common.end());
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : config.items()) {
+    if (own.count(key) || common.count(key) || architecture_key(key)) continue;
+    const std::string near = nearest_spelling(key, candidates);
+    unknown.push_back("'" + key + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+  }
+  if (unknown.empty()) return;
+  log::warn(file, ": ", unknown.size() == 1 ? "a key" : "keys", " ddx does not know, trained as if absent: ",
+            join(unknown), " (docs/models.md lists the keys ddx reads)");
 }
 
 ModelConfig llama_from(const json& config, const FieldReader& f, const std::string& file) {
@@ -248,19 +361,18 @@ ModelConfig model_config_from_hf_json(const std::string& path) {
   const std::string model_type = f.string_or("model_type", "");
   if (model_type.empty()) f.fail("model_type", "is missing (expected \"gpt2\" or \"llama\")");
   ModelConfig c;
-  if (model_type == "gpt2") {
-    c = gpt2_from(config, f);
-  } else if (model_type == "llama") {
-    c = llama_from(config, f, path);
-  } else {
+  if (model_type != "gpt2" && model_type != "llama") {
     f.fail("model_type", "= '" + model_type + "' is not supported (supported: gpt2, llama)");
   }
+  refuse_other_architectures(config, f);
+  c = model_type == "gpt2" ? gpt2_from(config, f) : llama_from(config, f, path);
   c.name = path;
   try {
     validate(c);
   } catch (const UsageError& e) {
     throw UsageError(path + ": " + e.what());
   }
+  warn_unknown_keys(config, path, c.family);
   return c;
 }
 

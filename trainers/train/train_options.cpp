@@ -61,8 +61,13 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
   cmd.add_option("--max-grad-norm", o.max_grad_norm, "Clip the global gradient norm (0: off)")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str();
   cmd.add_option("--strategy", o.strategy, "Parallel strategy: " + strategy_names())->capture_default_str();
-  cmd.add_option("--metrics-file", o.metrics_file, "JSONL metrics (default: in the experiment folder)");
-  cmd.add_option("--plot-file", o.plot_file, "Loss-curve SVG written at the end (default: next to the metrics)");
+  cmd.add_option("--metrics-file", o.metrics_file,
+                 "JSONL metrics (default: in the run folder). An existing file is refused unless -e continues "
+                 "an existing experiment (then it is cut back to the resumed step and appended to)");
+  cmd.add_option("--plot-file", o.plot_file,
+                 "Loss-curve SVG written at the end (default: loss.svg in the run folder, or the --metrics-file's "
+                 "name with .svg)");
+  cmd.add_flag("--overwrite-metrics", o.overwrite_metrics, "Replace an existing --metrics-file and its plot");
   cmd.add_flag("!--no-progress", o.progress, "No progress bar");
   cmd.add_option("--collective-timeout", o.collective_timeout_s,
                  "Seconds before a collective gives up (default: DDX_COLLECTIVE_TIMEOUT, else 300)")
@@ -241,7 +246,41 @@ void validate_pipeline_flags(const TrainOptions& o) {
   }
 }
 
+namespace fs = std::filesystem;
+
+// A file of the user's that the run would replace, other than one -e's experiment already owns.
+// An empty file has nothing to lose.
+void refuse_replacing(const std::string& path, const std::string& what, const std::string& other) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw UsageError(what + " is a folder; it takes the file to write");
+  if (!fs::exists(path, ec) || fs::file_size(path, ec) == 0) return;
+  throw UsageError(what + " already exists: name " + other + ", or pass --overwrite-metrics to replace it");
+}
+
+// The curve of a run is never silently truncated: a named --metrics-file that exists belongs to
+// another run unless -e names an experiment that exists (a resume cuts the file back to the
+// checkpoint's step and appends; a restart before the first checkpoint starts it over).
+void refuse_replacing_metrics(const TrainOptions& o) {
+  if (o.metrics_file.empty() || o.overwrite_metrics) return;
+  std::error_code ec;
+  if (!o.experiment_name.empty() && fs::exists(fs::path(o.save_dir) / o.experiment_name, ec)) return;
+  refuse_replacing(o.metrics_file, "--metrics-file " + o.metrics_file, "another file");
+  if (o.plot_file.empty()) {
+    const std::string plot = loss_plot_path(o, o.metrics_file);
+    refuse_replacing(plot, "--metrics-file " + o.metrics_file + ": its loss plot " + plot,
+                     "a --plot-file or another --metrics-file");
+  }
+}
+
 }  // namespace
+
+std::string loss_plot_path(const TrainOptions& o, const std::string& metrics_path) {
+  if (!o.plot_file.empty()) return o.plot_file;
+  if (o.metrics_file.empty()) return (fs::path(metrics_path).parent_path() / "loss.svg").string();
+  fs::path plot = fs::path(o.metrics_file).replace_extension(".svg");
+  if (plot == fs::path(o.metrics_file)) plot += ".svg";  // a metrics file named *.svg
+  return plot.string();
+}
 
 void validate(const TrainOptions& o) {
   if (o.model.empty()) throw UsageError("--model is empty");
@@ -257,6 +296,7 @@ void validate(const TrainOptions& o) {
     throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
   }
   validate_pipeline_flags(o);
+  refuse_replacing_metrics(o);
 }
 
 }  // namespace ddx::train

@@ -35,8 +35,9 @@ struct TrainOptions {
   double max_grad_norm = 0.0;     // 0: no clipping
   bool fused_adamw = false;       // at::_fused_adamw_: faster, not bit-identical to the default
   std::string strategy = "single";
-  std::string metrics_file;       // default: <experiment dir>/metrics.jsonl or <save-dir>/metrics.jsonl
-  std::string plot_file;          // default: next to the metrics file, loss.svg
+  std::string metrics_file;       // default: <experiment dir>/metrics.jsonl or <save-dir>/runs/<time>-<pid>/metrics.jsonl
+  std::string plot_file;          // default: loss.svg in the run folder, or <metrics file>.svg beside a named one
+  bool overwrite_metrics = false; // replace an existing --metrics-file and its plot (else refused unless resuming)
   bool progress = true;           // progress bar when stderr is a terminal
   double collective_timeout_s = 0;  // 0: DDX_COLLECTIVE_TIMEOUT when set, else 300 s (hang_options_from_env)
   std::string trace_dir;          // flight-recorder dumps (default: DDX_TRACE_DIR, else <run folder>/traces)
@@ -89,7 +90,15 @@ void add_train_flags(CLI::App& cmd, TrainOptions& options);
 constexpr int64_t kDemoSteps = 300;
 void finish_train_flags(const CLI::App& cmd, TrainOptions& options);
 
-// Cross-field checks CLI11 cannot express; throws UsageError naming the flag.
+// Cross-field checks CLI11 cannot express, and what a run would replace on disk: an existing
+// --metrics-file (or the plot named after it) is refused unless --overwrite-metrics, or -e names an
+// experiment that already exists (a resume or restart continues its curve). Throws UsageError
+// naming the flag.
 void validate(const TrainOptions& options);
+
+// Where the loss plot goes: --plot-file; else beside a named --metrics-file, with its name and
+// .svg (two runs writing their curves into one folder get one plot each); else loss.svg in the
+// run folder that holds `metrics_path`.
+std::string loss_plot_path(const TrainOptions& options, const std::string& metrics_path);
 
 }  // namespace ddx::train

@@ -25,6 +25,7 @@
 #include "ddx/hang_detection.h"
 #include "ddx/job_events.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_lost.h"
 #include "faults/dist/parameter_faults.h"
@@ -214,14 +215,31 @@ struct Run {
   std::unique_ptr<CheckpointDir> checkpoints;
   MetricsFile metrics;
   std::string metrics_path;
+  HangOptions hang_env;  // the DDX_* hang variables, read once at the start
   std::unique_ptr<HangDetection> hang_detection;
   ParameterSeal seal;  // --replica-check-freq: storage without a copy, between a check's update and the next
   ProfileOptions profile;
 };
 
+// The DDX_* hang variables (docs/hangs.md), read and checked once, before anything runs, so a
+// bad value is one line naming it rather than a failure mid-run or a hang that cannot be dumped.
+// A variable that a flag overrides is not read at all: --on-timeout always does (it has a
+// default), --collective-timeout and --trace-dir when given.
+HangOptions hang_options_of_this_run(const TrainOptions& o) {
+  EnvMap env = current_env();
+  env.erase("DDX_ON_TIMEOUT");
+  if (o.collective_timeout_s > 0) env.erase("DDX_COLLECTIVE_TIMEOUT");
+  if (!o.trace_dir.empty()) env.erase("DDX_TRACE_DIR");
+  HangOptions hang = hang_options_from_env(env);
+  if (o.trace_dir.empty()) check_output_folder("DDX_TRACE_DIR", hang.trace_dir);
+  check_output_folder("--trace-dir", o.trace_dir);
+  return hang;
+}
+
 // Rendezvous, model, strategy and data, every rank agreeing on them.
 void set_up(Run& run) {
   const TrainOptions& o = run.o;
+  run.hang_env = hang_options_of_this_run(o);
   RendezvousInfo info = resolve_rendezvous(current_env());
   log::set_rank(info.rank, info.world_size);
   set_error_report_rank(info.rank, info.local_rank, info.world_size);
@@ -233,7 +251,7 @@ void set_up(Run& run) {
   // the runtime's default: a flag default of its own would silently override the variable.
   run.pg.collective_timeout =
       o.collective_timeout_s > 0 ? std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000))
-                                 : hang_options_from_env(current_env()).collective_timeout;
+                                 : run.hang_env.collective_timeout;
   run.pg.store_timeout = std::max(run.pg.collective_timeout, std::chrono::milliseconds(60000));
   run.pg.enable_nccl = run.device.is_cuda();
   run.world = World::init(info, run.pg);
@@ -284,10 +302,14 @@ std::string resume(Run& run) {
   const TrainOptions& o = run.o;
   const std::string exp_dir = o.experiment_name.empty() ? "" : o.save_dir + "/" + o.experiment_name;
   if (exp_dir.empty()) return exp_dir;
+  // The experiment exists from its start, so a restart before its first checkpoint continues it
+  // (validate() lets an existing --metrics-file be rewritten only for an experiment that exists).
+  if (run.rank0) fs::create_directories(exp_dir);
   run.checkpoints = std::make_unique<CheckpointDir>(exp_dir);
   // A torn or corrupt newest checkpoint (checksums) falls back to the one before, loudly.
   const bool rank0 = run.rank0;
-  if (auto latest = run.checkpoints->latest_valid(run.run_config, [&](const std::string& why) { if (rank0) log::warn(why); })) {
+  const auto warn = [&](const std::string& why) { if (rank0) log::warn(why); };
+  if (auto latest = run.checkpoints->latest_valid(run.run_config, warn, /*set_aside_corrupt=*/rank0)) {
     const auto& [folder, state] = *latest;
     run.strategy->load_state(folder);
     restore_rng_state(state.rng_state);
@@ -315,9 +337,9 @@ void open_metrics(Run& run, const std::string& exp_dir) {
 // Every collective is recorded; a hang ends in per-rank dumps and a verdict (docs/hangs.md).
 void install_hang_detection(Run& run) {
   const TrainOptions& o = run.o;
-  HangOptions hang_options = hang_options_from_env(current_env());
+  HangOptions hang_options = run.hang_env;
   hang_options.collective_timeout = run.pg.collective_timeout;
-  // --trace-dir, else DDX_TRACE_DIR (read above), else next to the metrics.
+  // --trace-dir, else DDX_TRACE_DIR (read at the start), else next to the metrics.
   if (!o.trace_dir.empty()) hang_options.trace_dir = o.trace_dir;
   if (hang_options.trace_dir.empty()) hang_options.trace_dir = (fs::path(run.metrics_path).parent_path() / "traces").string();
   hang_options.on_timeout = o.on_timeout == "dump" ? OnTimeout::Dump : o.on_timeout == "wait" ? OnTimeout::Wait : OnTimeout::Abort;
@@ -639,7 +661,7 @@ int finish(Run& run, double last_loss) {
     if (run.rank0) write_model_file(o.final_weights, params);
   }
   if (run.rank0) {
-    const std::string plot = o.plot_file.empty() ? (fs::path(run.metrics_path).parent_path() / "loss.svg").string() : o.plot_file;
+    const std::string plot = loss_plot_path(o, run.metrics_path);
     write_loss_plot(run.metrics_path, plot,
                     run.model.name + " · " + o.strategy + " · " + std::to_string(run.world->size()) + " rank(s)");
     log::info("done: final loss ", last_loss, "; metrics ", run.metrics_path, "; loss curve ", plot);

@@ -26,6 +26,7 @@
 #include "ddx/errors.h"
 #include "ddx/job_events.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
@@ -83,6 +84,14 @@ void finish_options(Flags& f) {
   o.ops = parse_list<RedOp>("-o/--op", f.ops, parse_redop, all_redops);
   o.collectives = parse_list<Collective>("--op-list", f.op_list, parse_collective, all_collectives);
   if (f.min_busbw >= 0) o.min_busbw = f.min_busbw;
+}
+
+// Rank 0 writes the reports, each exactly at the path named (replaced atomically, as --csv and
+// --plot always were): a path it cannot write stops the probe before the sweep, not after it.
+void check_report_paths(const BandwidthOptions& o) {
+  if (!o.json_path.empty()) check_output_file("--json", o.json_path);
+  if (!o.csv_path.empty()) check_output_file("--csv", o.csv_path);
+  if (!o.plot_path.empty()) check_output_file("--plot", o.plot_path);
 }
 
 std::string now_text() {
@@ -173,7 +182,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
         std::sort(slow.begin(), slow.end());
         events::Event("bandwidth.slow_ranks").ranks("ranks", slow).emit();
       }
-      if (!o.json_path.empty()) write_output("--json", first_free_path(o.json_path), pairs_json(report, o));
+      if (!o.json_path.empty()) write_output("--json", o.json_path, pairs_json(report, o));
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, pairs_csv(report));
       rc = exit_code(report);
     }
@@ -187,7 +196,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
       partial = r;
       live = &partial;
       text.started(r);
-      if (!o.json_path.empty()) std::printf("# Writing JSON output to %s\n", first_free_path(o.json_path).c_str());
+      if (!o.json_path.empty()) std::printf("# Writing JSON output to %s\n", o.json_path.c_str());
     };
     listener.collective_begins = [&](Collective c) { text.collective_begins(c); };
     listener.row = [&](const Row& row) {
@@ -200,7 +209,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
       const auto verdicts = evaluate(report, o);
       text.summary(report, verdicts);
       if (!o.json_path.empty()) {
-        write_output("--json", first_free_path(o.json_path), sweep_json(report, o, verdicts, start, now_text()));
+        write_output("--json", o.json_path, sweep_json(report, o, verdicts, start, now_text()));
       }
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, sweep_csv(report));
       if (!o.plot_path.empty()) write_output("--plot", o.plot_path, sweep_svg(report));
@@ -258,7 +267,7 @@ Subcommand add_bandwidth_command(CLI::App& probe) {
       ->check(CLI::Range(0.0, 86400.0))->capture_default_str();
   cmd->add_option("--engine", f->o.engine, "nccl (raw NCCL, one GPU per rank), gloo (CPU) or mpi; auto picks nccl with a GPU")
       ->check(CLI::IsMember({"auto", "gloo", "mpi", "nccl"}))->capture_default_str();
-  cmd->add_option("--json", f->o.json_path, "nccl-tests -J style JSON (never overwrites: FILE.0, FILE.1, ...)");
+  cmd->add_option("--json", f->o.json_path, "nccl-tests -J style JSON (replaces FILE)");
   cmd->add_option("--csv", f->o.csv_path, "One CSV line per size and placement");
   cmd->add_option("--plot", f->o.plot_path, "SVG of busbw vs size per collective");
   cmd->add_option("--min-busbw", f->min_busbw, "Fail (exit 1) when a collective's average busbw is below this GB/s")
@@ -276,6 +285,7 @@ Subcommand add_bandwidth_command(CLI::App& probe) {
             finish_options(*f);
             f->o.args = command_line();
             validate(f->o, info.world_size);
+            if (info.rank == 0) check_report_paths(f->o);
             const std::string engine = resolve_engine(f->o.engine);
             try {
               return run_probe(info, f->o, engine);

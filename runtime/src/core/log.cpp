@@ -162,6 +162,8 @@ void write(Level level, const std::string& message) {
   const std::string when = timestamp();
   State& s = the_state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // `ddx launch` recognises "[rank R/" at the start of a line and adds no "[rank R]: " of its own
+  // (launcher/output_pump.cpp), so the console shows one rank label: keep the two in step.
   std::string line = s.rank ? "[rank " + std::to_string(*s.rank) + "/" +
                                   std::to_string(s.world_size) + " " + host + ":" + pid + "] "
                             : "[ddx " + host + ":" + pid + "] ";
