@@ -10,7 +10,14 @@ With --profile DIR both sides are then profiled for a few steps (`ddx train --pr
 torch.profiler into DIR/eager_trace.json) and the per-phase and op-by-op tables are printed
 side by side (docs/performance.md).
 
+On a GPU (`--device cuda`, the GPU check's step 7, docs/gpu.md) both sides train on the device in
+`--dtype` (fp32, or bf16 weights and optimizer state as `ddx train --dtype bf16`), the step is
+timed to a device synchronisation, and the peak GPU memory of each side is compared; `--compile`
+adds a third side, the eager model under torch.compile. `--json FILE` writes the medians, the
+ratios, ddx's MFU and the peaks for scripts.
+
   .venv/bin/python benchmarks/train_throughput.py --ddx build/bin/ddx [--model gpt2] [--batch 2] [--seq 128]
+  python3 train_throughput.py --ddx bin/ddx --device cuda --dtype bf16 --batch 8 --seq 1024 --compile --json t.json
 """
 import argparse
 import json
@@ -67,7 +74,8 @@ def ddx_run(args, workdir, extra=(), steps=None):
         os.remove(metrics)
     cmd = [args.ddx, "train", "-m", ddx_model(args, workdir), "-b", str(args.batch), "-s", str(args.seq),
            "--max-steps", str(steps or args.steps), "--log-freq", "1", "--no-progress", "--lr", "1e-4",
-           "--metrics-file", metrics, "--save-dir", workdir, *(["--fused-adamw"] if args.fused_adamw else []),
+           "--metrics-file", metrics, "--save-dir", workdir, "--device", args.device, "--dtype", args.dtype,
+           *(["--fused-adamw"] if args.fused_adamw else []),
            *args.ddx_flags.split(), *extra]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
@@ -81,12 +89,14 @@ def eager_args(args):
     """The eager worker's command line (its own process: its peak RSS is its own)."""
     return [sys.executable, os.path.abspath(__file__), "--eager-worker", "--ddx", args.ddx, "--model", args.model,
             "--batch", str(args.batch), "--seq", str(args.seq), "--threads", str(args.threads),
-            *(["--fused-adamw"] if args.fused_adamw else [])]
+            "--device", args.device, "--dtype", args.dtype, *(["--fused-adamw"] if args.fused_adamw else [])]
 
 
-def eager_run(args):
-    """The PyTorch side: {rates, peak_rss_bytes}."""
+def eager_run(args, compiled=False):
+    """The PyTorch side: {rates, peak_rss_bytes, peak_gpu_bytes}; `compiled`: under torch.compile
+    (its compilation happens in the warmup steps, which are not timed)."""
     cmd = eager_args(args) + ["--steps", str(args.steps), "--warmup", str(args.warmup)]
+    cmd += ["--compiled"] if compiled else []
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True,
                           env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -109,22 +119,32 @@ def eager_step(model, optimizer, tokens):
         return loss.item()
 
 
+def synchronize(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
 def eager_worker(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = config_of(args.model)
     model = Llama(cfg) if cfg.get("model_type") == "llama" else GPT2(cfg)
+    model = model.to(device=args.device, dtype=torch.bfloat16 if args.dtype == "bf16" else torch.float32)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0, fused=True if args.fused_adamw else None)
+    step_model = torch.compile(model) if args.compiled else model
     vocab = cfg["vocab_size"]
     rates = []
     for step in range(args.steps):
-        tokens = torch.randint(0, vocab, (args.batch, args.seq + 1))
+        tokens = torch.randint(0, vocab, (args.batch, args.seq + 1), device=args.device)
+        synchronize(args.device)
         t0 = time.perf_counter()
-        train_step(model, optimizer, tokens[:, :-1], tokens[:, 1:])
+        train_step(step_model, optimizer, tokens[:, :-1], tokens[:, 1:])
+        synchronize(args.device)
         dt = time.perf_counter() - t0
         if step >= args.warmup:
             rates.append(args.batch * args.seq / dt)
-    result = {"rates": rates, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    result = {"rates": rates, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+              "peak_gpu_bytes": torch.cuda.max_memory_allocated() if args.device == "cuda" else None}
     if args.eager_profile:
         result["profile"] = eager_profile(model, optimizer, vocab, args)
     print(json.dumps(result))
@@ -195,32 +215,68 @@ def main():
                    help="both sides use the fused AdamW kernel (ddx --fused-adamw, torch.optim.AdamW(fused=True))")
     p.add_argument("--ddx-flags", default="",
                    help="more flags for ddx train only, e.g. --ddx-flags=--fused-adamw (ddx's fast path against eager's default)")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where both sides train")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"],
+                   help="both sides' weights and optimizer state (ddx train --dtype)")
+    p.add_argument("--compile", action="store_true", help="also race the eager model under torch.compile")
+    p.add_argument("--json", metavar="FILE", help="write the medians, ratios, MFU and peaks as JSON")
     p.add_argument("--eager-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--compiled", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--eager-profile", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.eager_worker:
         return eager_worker(args)
-    ddx_rates, eager_rates, round_ratios, ddx_rss, eager_rss = [], [], [], 0, 0
+    ddx_rates, eager_rates, compiled_rates, round_ratios, ddx_rss, eager_rss = [], [], [], [], 0, 0
+    ddx_gpu, eager_gpu, compiled_gpu, mfus = 0, 0, 0, []
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(args.rounds):
             records = ddx_run(args, workdir)
             d = [r["tokens_per_s"] for r in records]
             ddx_rss = max(ddx_rss, max(r["peak_rss_bytes"] for r in records))
+            ddx_gpu = max([ddx_gpu] + [r.get("gpu_peak_allocated_bytes") or 0 for r in records])
+            mfus += [r["mfu"] for r in records if r.get("mfu") is not None]
             eager = eager_run(args)
             eager_rss = max(eager_rss, eager["peak_rss_bytes"])
+            eager_gpu = max(eager_gpu, eager.get("peak_gpu_bytes") or 0)
             ddx_rates += d
             eager_rates += eager["rates"]
             round_ratios.append(statistics.median(d) / statistics.median(eager["rates"]))
+            if args.compile:
+                compiled = eager_run(args, compiled=True)
+                compiled_rates += compiled["rates"]
+                compiled_gpu = max(compiled_gpu, compiled.get("peak_gpu_bytes") or 0)
         d, r = statistics.median(ddx_rates), statistics.median(eager_rates)
         print(f"model {args.model}, batch {args.batch} x {args.seq} tokens, {args.rounds} alternating rounds of "
-              f"{args.steps - args.warmup} timed steps per side, torch {torch.__version__}, {args.threads} thread(s) each"
+              f"{args.steps - args.warmup} timed steps per side, torch {torch.__version__}, "
+              + (f"{args.device}, {args.dtype}" if args.device == "cuda" else f"{args.threads} thread(s) each")
               + (", fused AdamW on both" if args.fused_adamw else "")
               + (f", ddx train {args.ddx_flags}" if args.ddx_flags else ""))
-        print(f"{'':24s} {'median tokens/s':>16s} {'peak RSS MiB':>13s}")
-        print(f"{'ddx train (C++)':24s} {d:16.1f} {ddx_rss / 2**20:13.0f}")
-        print(f"{'PyTorch eager (Python)':24s} {r:16.1f} {eager_rss / 2**20:13.0f}")
+        memory = "peak GPU MiB" if args.device == "cuda" else "peak RSS MiB"
+        peak = (lambda gpu, rss: gpu) if args.device == "cuda" else (lambda gpu, rss: rss)
+        print(f"{'':24s} {'median tokens/s':>16s} {memory:>13s}")
+        print(f"{'ddx train (C++)':24s} {d:16.1f} {peak(ddx_gpu, ddx_rss) / 2**20:13.0f}")
+        print(f"{'PyTorch eager (Python)':24s} {r:16.1f} {peak(eager_gpu, eager_rss) / 2**20:13.0f}")
+        c = statistics.median(compiled_rates) if compiled_rates else None
+        if c is not None:
+            print(f"{'PyTorch torch.compile':24s} {c:16.1f} {compiled_gpu / 2**20 if args.device == 'cuda' else 0:13.0f}")
         print(f"ratio ddx / PyTorch: {d / r:.3f} (per round: {', '.join(f'{x:.3f}' for x in round_ratios)})")
-        print(f"peak RSS ddx / PyTorch: {ddx_rss / eager_rss:.3f}")
+        if c is not None:
+            print(f"ratio ddx / torch.compile: {d / c:.3f}")
+        if args.device == "cuda":
+            print(f"peak GPU memory ddx / PyTorch: {ddx_gpu / eager_gpu:.3f}" if eager_gpu else "peak GPU memory: not read")
+        else:
+            print(f"peak RSS ddx / PyTorch: {ddx_rss / eager_rss:.3f}")
+        if args.json:
+            summary = {"model": args.model, "device": args.device, "dtype": args.dtype, "batch": args.batch,
+                       "seq": args.seq, "torch": torch.__version__, "ddx_tokens_per_s": d, "eager_tokens_per_s": r,
+                       "compiled_tokens_per_s": c, "ratio_vs_eager": d / r,
+                       "ratio_vs_compiled": d / c if c else None,
+                       "ddx_mfu": statistics.median(mfus) if mfus else None,
+                       "ddx_peak_gpu_bytes": ddx_gpu or None, "eager_peak_gpu_bytes": eager_gpu or None,
+                       "compiled_peak_gpu_bytes": compiled_gpu or None,
+                       "ddx_peak_rss_bytes": ddx_rss, "eager_peak_rss_bytes": eager_rss}
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=2)
         if args.profile:
             os.makedirs(args.profile, exist_ok=True)
             ddx = ddx_profile(args, workdir)

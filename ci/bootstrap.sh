@@ -12,6 +12,7 @@ venv="${DDX_VENV:-$root/.venv}"
 
 debian_packages=(
   build-essential cmake ninja-build ccache pkg-config
+  patchelf   # ci/gpu_bundle.sh: the bundled ddx finds its carried libraries ($ORIGIN/../lib)
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   libbackward-cpp-dev libdw-dev

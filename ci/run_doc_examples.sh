@@ -57,6 +57,9 @@ full 1	ATEN_CPU_CAPABILITY=default ddx validate --np 2 --out this-week --max-byt
 skip needs an earlier run's validate-report/ (Validate.ASecondRunIntoTheSameFolderJudgesItsOwnFilesAndKeepsTheFirst runs the same)	ddx validate --np 2 --baseline validate-report/validate.json
 skip builds and runs the whole test suite, which runs this script	bash ci/test.sh
 skip installs packages on a fresh machine	bash ci/bootstrap.sh
+skip makes a 52 MiB bundle from the build (the gpu_bundle CTest makes and checks one)	bash ci/gpu_bundle.sh
+skip the GPU machine's command, from the carried bundle (the gpu_bundle CTest runs it without a GPU)	bash out/gpu-bundle/gpu_check.sh OUT
+skip the GPU machine's command, from the carried bundle (the gpu_bundle CTest runs it without a GPU)	bash out/gpu-bundle/gpu_check.sh "$OUT"
 skip 8 GPUs and 8 GiB buffers	ddx launch --nproc-per-node 8 -- ddx probe bandwidth -b 8 -e 8G -f 2
 skip 8 GPUs and 8 GiB buffers, and torchrun	torchrun --nproc-per-node 8 --no-python ddx probe bandwidth -b 8 -e 8G -f 2
 skip a SLURM cluster	srun -N 4 --ntasks-per-node 8 ddx probe bandwidth -b 1M -e 8G -f 2

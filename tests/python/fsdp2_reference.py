@@ -66,7 +66,7 @@ def train(rank, world, args):
     optimizer = rt.adamw(model, args)
     blocks = rt.global_blocks(rt.read_tokens(args.data), args.seq_length, world * args.batch_size)
     mine = blocks[rank * args.batch_size:(rank + 1) * args.batch_size]
-    inputs, labels = mine[:, :-1].contiguous(), mine[:, 1:].contiguous()
+    inputs, labels = mine[:, :-1].contiguous().to(args.device), mine[:, 1:].contiguous().to(args.device)
     args.global_tokens = world * labels.numel()
 
     def step_loss():
@@ -74,7 +74,7 @@ def train(rank, world, args):
         loss_sum = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), reduction="sum")
         (loss_sum * (1.0 / args.global_tokens)).backward()
         # Global gradient norm: local shards' squares summed over ranks.
-        sq = torch.zeros((), dtype=torch.float64)
+        sq = torch.zeros((), dtype=torch.float64, device=args.device)
         for p in model.parameters():
             if p.grad is not None:
                 sq += rt.local_tensor(p.grad).double().pow(2).sum()

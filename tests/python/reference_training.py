@@ -212,7 +212,8 @@ def build_model(args):
     cfg = load_config(args.model)
     dtype = DTYPES[args.dtype]
     weights = hf_to_ddx_names({k: v.to(dtype) for k, v in load_file(args.init).items()})
-    model = GPT2(cfg, tied="lm_head.weight" not in weights).to(dtype)  # .to() keeps wte and lm_head tied
+    # .to() keeps wte and lm_head tied
+    model = GPT2(cfg, tied="lm_head.weight" not in weights).to(device=args.device, dtype=dtype)
     weights = module_weights(weights, model)
     params = dict(model.named_parameters(remove_duplicate=False))
     mismatch = set(params) ^ set(weights)
@@ -347,10 +348,14 @@ def add_common_args(p):
     p.add_argument("--out", required=True, help="JSON file for the per-step losses")
     p.add_argument("--final-weights", help="write the final full parameters (safetensors, ddx names)")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: the model and batches on this rank's GPU, NCCL for CUDA tensors (the GPU check)")
 
 
 def _run(train, rank, world, args):
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    if args.device == "cuda":
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group("cpu:gloo,cuda:nccl" if args.device == "cuda" else "gloo", rank=rank, world_size=world)
     try:
         torch.set_num_threads(args.threads)
         torch.manual_seed(0)

@@ -26,7 +26,16 @@ std::vector<std::pair<std::string, std::string>> torch_versions() {
   ncclGetVersion(&nccl);
   out.emplace_back("nccl", std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) +
                                "." + std::to_string(nccl % 100));
-  out.emplace_back("gpus", std::to_string(torch::cuda::device_count()));
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  out.emplace_back("gpus", std::to_string(gpus));
+  // Each GPU by name: a bug report (and the GPU check, ci/gpu_check.sh) must say which part ran.
+  for (int i = 0; i < gpus; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+    out.emplace_back("gpu " + std::to_string(i), std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                                                     std::to_string(prop.minor) + ", " +
+                                                     std::to_string(prop.totalGlobalMem >> 30) + " GiB)");
+  }
 #else
   out.emplace_back("cuda", "not built in");
 #endif
