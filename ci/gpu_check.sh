@@ -154,8 +154,8 @@ else
   record "${checks[5]}: selfcheck" FAIL "exit $rc in $took s without naming the shared GPU: $(tail -n 1 "$out/duplicate_gpu.log")"
 fi
 run_step 90 duplicate_gpu_doctor "$ddx" launch --nproc-per-node 2 -- "$ddx" doctor
-if grep -qiE "same gpu|share.*gpu|duplicate gpu|ranks per gpu|2 ranks.*gpu" "$out/duplicate_gpu_doctor.log"; then
-  record "${checks[5]}: doctor" PASS "$(one_line '[Ss]ame GPU|[Ss]hare|[Dd]uplicate|per GPU' "$out/duplicate_gpu_doctor.log")"
+if grep -qE "GPUs vs local ranks .*FAIL|1 GPU for 2 local ranks" "$out/duplicate_gpu_doctor.log"; then
+  record "${checks[5]}: doctor" PASS "$(one_line 'GPU for 2 local ranks' "$out/duplicate_gpu_doctor.log")"
 else
   record "${checks[5]}: doctor" FAIL "the doctor does not warn that 2 ranks share GPU 0: $(one_line '^doctor:' "$out/duplicate_gpu_doctor.log")"
 fi

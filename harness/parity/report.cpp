@@ -58,9 +58,10 @@ void print_table(const std::vector<RunReport>& runs, const Tolerances& tol) {
                   worst->world_size);
     worst_text = text;
   }
+  // "N runs" counts what ran: a SKIP row is a layout that could not run, listed with its reason.
   std::printf("parity: %zu runs, %d failed%s%s (tolerances: loss and gradient norm %.1e per step, step-1 "
               "gradients %.1e, final weights %.2g of AdamW's largest step)\n",
-              runs.size(), failed, skipped ? (", " + std::to_string(skipped) + " skipped").c_str() : "",
+              runs.size() - skipped, failed, skipped ? (", " + std::to_string(skipped) + " skipped").c_str() : "",
               worst_text.c_str(), tol.loss_rel, tol.grads_rel, tol.weight_steps);
   std::fflush(stdout);
 }

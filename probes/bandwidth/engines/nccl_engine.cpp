@@ -4,6 +4,7 @@
 #include "bandwidth/engines/nccl_engine.h"
 
 #include "ddx/errors.h"
+#include "ddx/gpu_placement.h"
 
 #ifdef DDX_WITH_CUDA
 #include <cuda_runtime.h>
@@ -92,13 +93,16 @@ class NcclEngine : public Engine {
  public:
   NcclEngine(Coordinator& coord, int local_rank, int local_ranks, double timeout_s)
       : rank_(coord.rank()), size_(coord.size()), timeout_s_(timeout_s) {
-    (void)local_ranks;  // one GPU per rank: the local rank alone picks it
     int devices = 0;
     const cudaError_t rc = cudaGetDeviceCount(&devices);
     if (rc != cudaSuccess || devices == 0) {
       throw UsageError("--engine nccl: no GPU is visible to rank " + std::to_string(rank_) + " (" +
                        (rc != cudaSuccess ? std::string(cudaGetErrorString(rc)) : "0 CUDA devices") +
                        "); use --engine gloo or mpi on CPU");
+    }
+    // One GPU per rank (the local rank picks it): NCCL would refuse a shared one, later and less plainly.
+    if (const std::string shared = shared_gpu_problem(local_rank, local_ranks, devices); !shared.empty()) {
+      throw UsageError("--engine nccl: " + shared);
     }
     int offset = 0;
     if (const char* first = std::getenv("NCCL_TESTS_DEVICE")) offset = std::atoi(first);

@@ -26,6 +26,7 @@
 
 #include "ddx/cpu_threads.h"
 #include "ddx/errors.h"
+#include "ddx/gpu_placement.h"
 #include "ddx/log.h"
 #include "ddx/net_interface.h"
 #include "ddx/process_group.h"
@@ -175,6 +176,9 @@ std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGrou
   // NCCL binds a communicator to the current device: pick ours before any group exists.
   if (options.enable_nccl && torch::cuda::is_available()) {
     const int devices = static_cast<int>(torch::cuda::device_count());
+    if (const std::string shared = shared_gpu_problem(ri.local_rank, ri.local_world_size, devices); !shared.empty()) {
+      throw UsageError(shared);
+    }
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(ri.local_rank % devices));
   }
 #endif
