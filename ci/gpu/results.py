@@ -22,7 +22,8 @@ STATUSES = ("PASS", "FAIL", "SKIP", "INFO")
 
 
 def record(args):
-    rec = {"check": args.name, "status": args.status, "detail": args.detail}
+    # One line of plain text: a tool's tabs and newlines would break the Markdown table.
+    rec = {"check": args.name, "status": args.status, "detail": " ".join(args.detail.split())}
     if args.ddx is not None and args.reference is not None:
         rec.update(ddx=args.ddx, reference=args.reference, unit=args.unit)
         rec["ratio"] = args.ddx / args.reference if args.reference > 0 else None

@@ -16,6 +16,7 @@
 #include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "ddx/version.h"
+#include "harness/common/output_folder.h"
 #include "harness/parity/curves.h"
 #include "harness/parity/parity.h"
 #include "harness/parity/report.h"
@@ -379,7 +380,12 @@ int run_parity(const ParityOptions& o) {
   const std::vector<PlannedRun> plan = plan_runs(o, variants);
   const json env = environment(o);
   const std::vector<StepPoint> golden_curve = o.golden.empty() ? std::vector<StepPoint>{} : read_golden(o.golden, env);
-  fs::create_directories(o.out_dir);
+  // Every run writes into an empty --out: an earlier run's runs/ are moved aside whole, never
+  // mixed in with this run's and never deleted (the same rule as ddx validate's --out).
+  if (const std::string moved = harness::fresh_output_folder("--out", o.out_dir); !moved.empty()) {
+    std::printf("ddx parity: %s held an earlier run's files: moved them to %s\n", o.out_dir.c_str(), moved.c_str());
+    std::fflush(stdout);
+  }
   const std::string ddx = self_executable();
 
   std::vector<RunReport> reports;

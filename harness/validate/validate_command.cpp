@@ -13,6 +13,7 @@
 #include "ddx/byte_sizes.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 #include "ddx/run_process.h"
 #include "ddx/text.h"
 #include "harness/common/analyze_verdict.h"
@@ -209,6 +210,7 @@ int run_validate(const validate::ValidateOptions& o) {
   // read before --out is made fresh, since it may be the earlier report in that folder.
   const std::map<std::string, validate::Figure> baseline =
       o.baseline_path.empty() ? std::map<std::string, validate::Figure>{} : validate::read_baseline(o.baseline_path);
+  check_output_file("--junit", o.junit_path);  // not after every stage has run
   validate::ValidateOptions fresh = o;
   start_in_fresh_folder(fresh);
   return run_stages(fresh, table, baseline);

@@ -20,6 +20,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
@@ -145,6 +146,7 @@ Subcommand add_doctor_command(CLI::App& app) {
       ->capture_default_str();
 
   return {cmd, [flags]() {
+            check_output_file("--json", flags->json_path);  // before the checks, not after them
             const EnvMap env = current_env();
             RendezvousInfo info = resolve_rendezvous(env);
             log::set_rank(info.rank, info.world_size);

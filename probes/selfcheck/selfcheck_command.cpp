@@ -9,6 +9,7 @@
 #include "ddx/errors.h"
 #include "ddx/hang_detection.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
 #include "faults/faults.h"
@@ -53,6 +54,7 @@ Subcommand add_selfcheck_command(CLI::App& probe) {
       ->capture_default_str();
 
   return {cmd, [options, timeout_s]() {
+            check_output_file("--json", options->json_path);  // before the collectives, not after them
             log::configure_from_env();
             RendezvousInfo info = resolve_rendezvous(current_env());
             log::set_rank(info.rank, info.world_size);

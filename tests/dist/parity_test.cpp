@@ -327,5 +327,35 @@ INSTANTIATE_TEST_SUITE_P(Breaks, ParitySelfTest,
                                            Broken{"pp_tp_no_input_reduce", "tp-no-input-reduce", "pp-tp", "pp", 4}),
                          [](const auto& info) { return info.param.tag; });
 
+// A second run into the same --out judges only its own runs: the first run's folder is moved
+// aside whole (never deleted, never mixed in), and one line says where (the rule ddx validate
+// follows; a new user found ddp's runs beside fsdp's in one runs/ folder).
+TEST(Parity, ASecondRunIntoTheSameOutMovesTheFirstAside) {
+  const std::string dir = scratch_dir("parity", "same-out");
+  const std::string out = dir + "/par";
+  auto parity = [&](const std::string& strategy) {
+    return run_in(dir, {DDX_BIN, "parity", "--strategies", strategy, "--world-sizes", "2", "--steps", "2",
+                        "--no-determinism", "--out", out}, {}, 300);
+  };
+  RunResult first = parity("ddp");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("held an earlier run's files"), std::string::npos) << first.output;
+  RunResult second = parity("fsdp");
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const std::string said = "ddx parity: " + out + " held an earlier run's files: moved them to " + out + ".previous-";
+  ASSERT_NE(second.output.find(said), std::string::npos) << second.output;
+  std::vector<std::string> moved;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("par.previous-", 0) == 0) moved.push_back(e.path().string());
+  }
+  ASSERT_EQ(moved.size(), 1u);
+  for (const auto& e : fs::directory_iterator(out + "/runs")) {
+    EXPECT_EQ(e.path().filename().string().rfind("ddp", 0), std::string::npos) << "the first run's " << e.path();
+  }
+  bool kept = false;
+  for (const auto& e : fs::directory_iterator(moved[0] + "/runs")) kept = kept || e.path().filename().string().rfind("ddp", 0) == 0;
+  EXPECT_TRUE(kept) << "the first run's runs/ were not kept in " << moved[0];
+}
+
 }  // namespace
 }  // namespace ddx::testing

@@ -355,5 +355,18 @@ TEST_F(TrainTest, MismatchedModelAcrossRanksIsAnErrorNotAHang) {
   EXPECT_NE(r.output.find("model configuration differs across ranks"), std::string::npos) << r.output;
 }
 
+// A finished experiment started again trains nothing and says so, instead of a "final loss 0"
+// of steps that never ran (a new user met it).
+TEST_F(TrainTest, AFinishedExperimentStartedAgainSaysThereIsNothingToTrain) {
+  auto first = train(0, "done", {"-e", "done", "--max-steps", "3"});
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto again = train(0, "done", {"-e", "done", "--max-steps", "3"});
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("done: the checkpoint is already at step 3 of 3, nothing to train"), std::string::npos)
+      << again.output;
+  EXPECT_EQ(again.output.find("final loss 0"), std::string::npos) << again.output;
+  EXPECT_EQ(records("done").size(), 3u);  // the curve is the first run's, untouched
+}
+
 }  // namespace
 }  // namespace ddx::testing

@@ -196,5 +196,47 @@ TEST(EnvironmentError, HangVariablesAreCheckedOnceAtTheStartAndOnlyWhereRead) {
   EXPECT_NE(probed.output.find("ddx probe hang: PASS (healthy)"), std::string::npos) << probed.output;
 }
 
+// Every output path is checked before the work it would keep (issue 44, item 7, as a new user
+// met it after the first fix): a path that cannot be written is one line naming the flag, exit 2,
+// before a training step, a doctor check, a collective or a validate stage runs; and nothing is
+// left behind (no run folder, no flight-recorder dump of an "uncaught exception").
+TEST(UsageError, EveryOutputPathIsCheckedBeforeTheWork) {
+  const std::string dir = scratch_dir("usage", "output-paths");
+  const std::vector<std::string> train = {DDX_BIN, "train", "-m", "debug", "-s", "32", "--max-steps", "1",
+                                          "--no-progress", "--save-dir", dir + "/out"};
+  struct Case {
+    std::vector<std::string> extra;
+    std::string flag;
+  };
+  const std::vector<Case> train_cases = {
+      {{"--final-weights", "/proc/nope/w.safetensors"}, "--final-weights"},
+      {{"--plot-file", "/proc/nope/p.svg"}, "--plot-file"},
+      {{"--grads-file", "/proc/nope/g.safetensors"}, "--grads-file"},
+      {{"--metrics-file", "/proc/nope/m.jsonl"}, "--metrics-file"},
+      {{"--profile", "/proc/nope/p.json"}, "--profile"},
+  };
+  auto one_line = [](const RunResult& r, const std::string& flag) {
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.output.rfind("ddx: error: " + flag + " /proc/nope", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find("cannot be written"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "one line: " << r.output;
+  };
+  for (const Case& c : train_cases) {
+    std::vector<std::string> argv = train;
+    argv.insert(argv.end(), c.extra.begin(), c.extra.end());
+    one_line(run_in(dir, argv, {}, 60), c.flag);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out")) << "a refused run wrote into --save-dir";
+  EXPECT_FALSE(std::filesystem::exists(dir + "/outputs")) << "a refused run left a run folder";
+  one_line(run_in(dir, {DDX_BIN, "doctor", "--json", "/proc/nope/d.json"}, {}, 60), "--json");
+  one_line(run_in(dir, {DDX_BIN, "probe", "selfcheck", "--json", "/proc/nope/s.json"}, {}, 60), "--json");
+  one_line(run_in(dir, {DDX_BIN, "validate", "--np", "2", "--out", dir + "/report", "--junit", "/proc/nope/v.xml"}, {},
+                  60),
+           "--junit");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/report")) << "validate ran a stage";
+  one_line(run_in(dir, {DDX_BIN, "checkpoint", "consolidate", dir + "/no-such-step", "-o", "/proc/nope/model"}, {}, 60),
+           "-o/--out");
+}
+
 }  // namespace
 }  // namespace ddx::testing

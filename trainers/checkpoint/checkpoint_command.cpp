@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 #include "models/hf_checkpoint.h"
 #include "models/model_config.h"
 #include "models/safetensors.h"
@@ -68,7 +69,10 @@ Subcommand add_checkpoint_command(CLI::App& app) {
       "  ddx checkpoint consolidate outputs/run1/checkpoints/step_000000500 -o gpt2-step500");
   cmd->add_option("checkpoint", options->checkpoint, "Checkpoint folder (holds fsdp_index.json)")->required();
   cmd->add_option("-o,--out", options->out, "Output folder for config.json and model.safetensors")->required();
-  return {cmd, [options]() { return consolidate(*options); }};
+  return {cmd, [options]() {
+            check_output_folder("-o/--out", options->out);  // before the shards are read
+            return consolidate(*options);
+          }};
 }
 
 }  // namespace ddx::cli

@@ -9,6 +9,7 @@
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
+#include "ddx/output_path.h"
 #include "observe/profile_report.h"
 
 namespace ddx::train {
@@ -49,11 +50,11 @@ void check_profile_target(const std::string& target) {
     }
     return;
   }
-  // The first existing folder above it must be a folder (the files are created under it).
-  for (fs::path p = fs::path(target).parent_path(); !p.empty(); p = p.parent_path()) {
-    if (!fs::exists(p, ec)) continue;
-    if (!fs::is_directory(p, ec)) throw UsageError("--profile " + target + ": " + p.string() + " is not a folder");
-    break;
+  // The files are created under the nearest existing folder: it must be one, and take files.
+  if (json) {
+    check_output_file("--profile", target);
+  } else {
+    check_output_folder("--profile", target);
   }
 }
 

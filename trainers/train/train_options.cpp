@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ddx/errors.h"
+#include "ddx/output_path.h"
 #include "ddx/text.h"
 #include "faults/faults.h"
 #include "strategies/pp/pp_schedule.h"
@@ -297,6 +298,13 @@ void validate(const TrainOptions& o) {
   }
   validate_pipeline_flags(o);
   refuse_replacing_metrics(o);
+  // Every file the run writes is checked before it starts: a path that cannot be written is one
+  // line, not an abort after the training it was meant to keep.
+  check_output_folder("--save-dir", o.save_dir);
+  check_output_file("--metrics-file", o.metrics_file);
+  check_output_file("--plot-file", o.plot_file);
+  check_output_file("--final-weights", o.final_weights);
+  check_output_file("--grads-file", o.grads_file);
 }
 
 }  // namespace ddx::train

@@ -664,7 +664,13 @@ int finish(Run& run, double last_loss) {
     const std::string plot = loss_plot_path(o, run.metrics_path);
     write_loss_plot(run.metrics_path, plot,
                     run.model.name + " · " + o.strategy + " · " + std::to_string(run.world->size()) + " rank(s)");
-    log::info("done: final loss ", last_loss, "; metrics ", run.metrics_path, "; loss curve ", plot);
+    if (run.start_step >= run.total_steps) {
+      // A finished run started again: no step ran, so there is no loss of this run to report.
+      log::info("done: the checkpoint is already at step ", run.start_step, " of ", run.total_steps,
+                ", nothing to train (raise --max-steps to go on); metrics ", run.metrics_path, "; loss curve ", plot);
+    } else {
+      log::info("done: final loss ", last_loss, "; metrics ", run.metrics_path, "; loss curve ", plot);
+    }
   }
   run.hang_detection.reset();  // before the store goes away
   try {
