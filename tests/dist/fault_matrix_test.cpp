@@ -245,36 +245,6 @@ TEST(FaultMatrix, ShmFullRowIsSkippedWhereNoPrivateDevShmCanBeMade) {
 
 // --- across nodes: one matrix per "node" (2 x 2 ranks over loopback), node 0 judges ---
 
-// A port P with P + 1 and P + 2 free as well (the matrix's store, then its jobs' rendezvous, and
-// theirs after a restart: the kill row restarts).
-int free_port_triple() {
-  // Binds `port` (0: any) on loopback; returns the port bound, or -1; the socket stays in *fd.
-  auto bind_port = [](int port, int* fd) {
-    *fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    socklen_t len = sizeof addr;
-    if (*fd < 0 || ::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return -1;
-    }
-    return static_cast<int>(ntohs(addr.sin_port));
-  };
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    int first = -1, second = -1, third = -1;
-    const int port = bind_port(0, &first);
-    const bool triple = port > 0 && port <= 65533 && bind_port(port + 1, &second) == port + 1 &&
-                        bind_port(port + 2, &third) == port + 2;
-    for (int fd : {first, second, third}) {
-      if (fd >= 0) ::close(fd);
-    }
-    if (triple) return port;
-  }
-  throw std::runtime_error("no three free ports in a row");
-}
-
 struct Nodes {
   std::string dir;
   RunResult node[2];
@@ -285,7 +255,9 @@ struct Nodes {
 Nodes run_on_two_nodes(const std::string& tag, std::vector<std::string> args, int timeout_s) {
   Nodes n;
   n.dir = scratch_dir("fault-matrix", tag);
-  const std::string port = std::to_string(free_port_triple());
+  // Three ports: the matrix's store, then its jobs' rendezvous, and theirs after a restart (the
+  // kill row restarts).
+  const std::string port = std::to_string(free_ports_in_a_row(3));
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int node = 0; node < 2; ++node) {
     std::vector<std::string> argv = {DDX_BIN, "fault", "matrix", "--nnodes", "2", "--node-rank", std::to_string(node),

@@ -2,9 +2,12 @@
 // Starting, waiting for and cleaning up real processes in tests. Every child runs in its own
 // process group with its output in a file; the destructor kills the group, so a failing
 // assertion never leaves processes behind.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -203,6 +206,37 @@ inline RunResult run_in(const std::string& dir, std::vector<std::string> argv,
                         std::map<std::string, std::string> env = {}, int timeout_s = 120) {
   ChildProcess child(std::move(argv), std::move(env), dir + "/output.txt");
   return result_of(child, timeout_s);
+}
+
+// A port P on loopback with P + 1 ... P + count - 1 free as well, for launchers started with
+// --master-port by a test (several nodes, which cannot pick their own): each --max-restarts
+// attempt, and each store a fault matrix starts, takes the next port.
+inline int free_ports_in_a_row(int count) {
+  // Binds `port` (0: any) on loopback; returns the port bound, or -1; the socket stays in *fd.
+  auto bind_port = [](int port, int* fd) {
+    *fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    socklen_t len = sizeof addr;
+    if (*fd < 0 || ::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(*fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return -1;
+    }
+    return static_cast<int>(ntohs(addr.sin_port));
+  };
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::vector<int> fds(static_cast<size_t>(count), -1);
+    const int port = bind_port(0, &fds[0]);
+    bool all_free = port > 0 && port <= 65536 - count;
+    for (int k = 1; all_free && k < count; ++k) all_free = bind_port(port + k, &fds[static_cast<size_t>(k)]) == port + k;
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+    if (all_free) return port;
+  }
+  throw std::runtime_error("no " + std::to_string(count) + " free ports in a row on loopback");
 }
 
 }  // namespace ddx::testing

@@ -1,9 +1,21 @@
 // A fake NVML for the GPU health tests (CI has no GPU and no driver): the entry points ddx's
-// loader binds (probes/gpu/nvml_library.h), answering for four H100-like GPUs. Which faults it
-// plants comes from FAKE_NVML_SCENARIO:
-//   healthy      every GPU fine (idle, gen 5 x16, 18 NVLinks up, 40 C, 700 W limit)
-//   faults       GPU 1 held down by hardware slowdown, GPU 2's PCIe link at x8 of x16,
-//                GPU 3 with 2 uncorrected ECC errors since the driver loaded
+// loader binds (runtime/include/ddx/nvml.h), answering for four H100-like GPUs. It answers each
+// argument as NVML does, so a reader that asks for the wrong one gets a different number: ECC
+// counts per error type (0 corrected, 1 uncorrected) x counter (0 volatile: since the driver
+// loaded, 1 aggregate: lifetime), every temperature threshold type its own value, each NVLink its
+// own state, the four remapped-row outputs distinct. Which faults it plants comes from
+// FAKE_NVML_SCENARIO:
+//   healthy      every GPU fine (idle, gen 5 x16, 18 NVLinks up, 40 C, 700 W limit; 3 corrected
+//                ECC errors since the driver loaded and 12 over its lifetime, no uncorrected;
+//                1 row remapped after a corrected error)
+//   faults       a different case on each GPU:
+//                GPU 0  0 uncorrected ECC errors since the driver loaded, 4 over its lifetime
+//                       (WARN), and 84 C with slowdown at 87 C (WARN; shutdown at 92, the GPU's
+//                       max operating temperature 83: a reader of the wrong threshold gets PASS
+//                       or FAIL)
+//                GPU 1  held down by hardware slowdown (FAIL) and a row remapping pending (WARN)
+//                GPU 2  PCIe link at x8 of x16 (FAIL) and NVLink 7 of its 18 down (FAIL)
+//                GPU 3  2 uncorrected ECC errors since the driver loaded, 6 over its lifetime (FAIL)
 //   init-fails   nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9)
 // Built as a shared library and loaded through DDX_NVML_LIBRARY, exactly as the real one.
 #include <cstdint>
@@ -14,8 +26,8 @@
 
 namespace {
 
-constexpr int kSuccess = 0, kInvalidArgument = 2, kDriverNotLoaded = 9;
-constexpr unsigned kGpus = 4;
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kDriverNotLoaded = 9;
+constexpr unsigned kGpus = 4, kNvlinks = 18;
 
 std::string scenario() {
   const char* s = std::getenv("FAKE_NVML_SCENARIO");
@@ -25,6 +37,30 @@ bool faults() { return scenario() == "faults"; }
 
 // A device handle is its index + 1 (never null).
 unsigned index_of(void* device) { return static_cast<unsigned>(reinterpret_cast<uintptr_t>(device) - 1); }
+
+// What one GPU holds, for the entry points whose arguments pick among several values.
+struct Planted {
+  unsigned long long ecc[2][2];  // [error type: 0 corrected, 1 uncorrected][counter: 0 volatile, 1 aggregate]
+  unsigned remapped[4];          // corrected rows, uncorrected rows, pending, failure occurred
+  int nvlink_down;               // a link that is down, or -1
+  unsigned temperature;          // NVML_TEMPERATURE_GPU (sensor 0)
+};
+
+Planted planted(unsigned gpu) {
+  Planted p{{{3, 12}, {0, 0}}, {1, 0, 0, 0}, -1, 40};
+  if (!faults()) return p;
+  if (gpu == 0) {
+    p.ecc[1][1] = 4;
+    p.temperature = 84;
+  }
+  if (gpu == 1) p.remapped[2] = 1;
+  if (gpu == 2) p.nvlink_down = 7;
+  if (gpu == 3) {
+    p.ecc[1][0] = 2;
+    p.ecc[1][1] = 6;
+  }
+  return p;
+}
 
 struct PciInfo {
   char busIdLegacy[16];
@@ -65,13 +101,18 @@ int nvmlDeviceGetPciInfo_v3(void* d, PciInfo* pci) {
   std::snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", 0x18 + 0x10 * index_of(d));
   return kSuccess;
 }
+// (device, nvmlMemoryErrorType_t: 0 corrected / 1 uncorrected, nvmlEccCounterType_t: 0 volatile / 1 aggregate)
 int nvmlDeviceGetTotalEccErrors(void* d, int type, int counter, unsigned long long* n) {
-  *n = (faults() && index_of(d) == 3 && type == 1) ? 2 : 0;  // uncorrected, volatile and aggregate
-  (void)counter;
+  if (type < 0 || type > 1 || counter < 0 || counter > 1) return kInvalidArgument;
+  *n = planted(index_of(d)).ecc[type][counter];
   return kSuccess;
 }
-int nvmlDeviceGetRemappedRows(void*, unsigned* corrected, unsigned* uncorrected, unsigned* pending, unsigned* failure) {
-  *corrected = *uncorrected = *pending = *failure = 0;
+int nvmlDeviceGetRemappedRows(void* d, unsigned* corrected, unsigned* uncorrected, unsigned* pending, unsigned* failure) {
+  const Planted p = planted(index_of(d));
+  *corrected = p.remapped[0];
+  *uncorrected = p.remapped[1];
+  *pending = p.remapped[2];
+  *failure = p.remapped[3];
   return kSuccess;
 }
 int nvmlDeviceGetCurrentClocksEventReasons(void* d, unsigned long long* reasons) {
@@ -94,17 +135,23 @@ int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* w) {
   *w = 16;
   return kSuccess;
 }
-int nvmlDeviceGetNvLinkState(void*, unsigned link, int* active) {
-  if (link >= 18) return kInvalidArgument;
-  *active = 1;
+// (device, link, nvmlEnableState_t: 1 active, 0 not)
+int nvmlDeviceGetNvLinkState(void* d, unsigned link, int* active) {
+  if (link >= kNvlinks) return kInvalidArgument;
+  *active = static_cast<int>(link) == planted(index_of(d)).nvlink_down ? 0 : 1;
   return kSuccess;
 }
-int nvmlDeviceGetTemperature(void*, int, unsigned* t) {
-  *t = 40;
+// (device, nvmlTemperatureSensors_t: 0 the GPU die, the only sensor)
+int nvmlDeviceGetTemperature(void* d, int sensor, unsigned* t) {
+  if (sensor != 0) return kInvalidArgument;
+  *t = planted(index_of(d)).temperature;
   return kSuccess;
 }
-int nvmlDeviceGetTemperatureThreshold(void*, int, unsigned* t) {
-  *t = 87;
+// (device, nvmlTemperatureThresholds_t: 0 shutdown, 1 slowdown, 2 memory max, 3 GPU max operating)
+int nvmlDeviceGetTemperatureThreshold(void*, int type, unsigned* t) {
+  static const unsigned by_type[] = {92, 87, 95, 83};
+  if (type < 0 || type > 3) return kNotSupported;
+  *t = by_type[type];
   return kSuccess;
 }
 int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
