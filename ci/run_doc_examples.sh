@@ -51,6 +51,9 @@ cheap	DDX_CPU_THREADS=1 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 
 cheap	DDX_CPU_THREADS=2 ddx train -m debug -s 32 -b 4 --max-steps 20 --log-freq 1 --no-progress --save-dir threads2 --metrics-file threads2.jsonl
 cheap	ddx compare threads1.jsonl threads2.jsonl --plot threads.svg
 full 1	ddx compare threads1.jsonl threads2.jsonl --rtol 0 --atol 0
+cheap	head -n 8 threads2.jsonl > died.jsonl
+cheap 1	ddx compare threads1.jsonl died.jsonl
+cheap	ddx compare threads1.jsonl died.jsonl --allow-shorter
 skip a cluster's own earlier report	ddx validate --np 8 --baseline last-week/validate.json --junit validate.xml
 full	ddx validate --np 2 --out last-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4
 full 1	ATEN_CPU_CAPABILITY=default ddx validate --np 2 --out this-week --max-bytes 64K --parity-steps 2 --burn-in-steps 4 --baseline last-week/validate.json

@@ -18,6 +18,7 @@ std::string outcome_text(const WorkerFailureInfo& w) {
     case WorkerOutcome::Succeeded: return "ok";
     case WorkerOutcome::Failed: return "failed";
     case WorkerOutcome::Stopped: return "stopped by launcher";
+    case WorkerOutcome::Verdict: return "verdict";
   }
   return "";
 }
@@ -68,6 +69,23 @@ void print_details(std::ostringstream& out, const WorkerFailureInfo& w) {
   }
 }
 
+// One row per rank: rank, local rank, host, pid, status, outcome.
+void print_table(std::ostringstream& out, const std::vector<WorkerFailureInfo>& workers) {
+  size_t host_width = 4;
+  for (const auto& w : workers) host_width = std::max(host_width, w.host.size());
+  auto row = [&](const std::string& rank, const std::string& local, const std::string& host,
+                 const std::string& pid, const std::string& status, const std::string& outcome) {
+    out << "  " << std::left << std::setw(6) << rank << std::setw(7) << local
+        << std::setw(static_cast<int>(host_width) + 2) << host << std::setw(9) << pid
+        << std::setw(22) << status << outcome << "\n";
+  };
+  row("rank", "local", "host", "pid", "status", "outcome");
+  for (const auto& w : workers) {
+    row(std::to_string(w.rank), std::to_string(w.local_rank), w.host, std::to_string(w.pid),
+        w.status, outcome_text(w));
+  }
+}
+
 }  // namespace
 
 int mark_root_cause(std::vector<WorkerFailureInfo>& workers) {
@@ -101,19 +119,7 @@ std::string format_failure_report(const std::vector<WorkerFailureInfo>& workers,
   std::ostringstream out;
   out << "ddx launch: worker group failed (attempt " << attempt << " of " << attempts_allowed
       << ")\n";
-  size_t host_width = 4;
-  for (const auto& w : workers) host_width = std::max(host_width, w.host.size());
-  auto row = [&](const std::string& rank, const std::string& local, const std::string& host,
-                 const std::string& pid, const std::string& status, const std::string& outcome) {
-    out << "  " << std::left << std::setw(6) << rank << std::setw(7) << local
-        << std::setw(static_cast<int>(host_width) + 2) << host << std::setw(9) << pid
-        << std::setw(22) << status << outcome << "\n";
-  };
-  row("rank", "local", "host", "pid", "status", "outcome");
-  for (const auto& w : workers) {
-    row(std::to_string(w.rank), std::to_string(w.local_rank), w.host, std::to_string(w.pid),
-        w.status, outcome_text(w));
-  }
+  print_table(out, workers);
   // Root cause first, then the other independent failures.
   for (const auto& w : workers) {
     if (w.root_cause) print_details(out, w);
@@ -127,6 +133,35 @@ std::string format_failure_report(const std::vector<WorkerFailureInfo>& workers,
     const bool listed = std::find(same_way.begin(), same_way.end(), w.rank) != same_way.end();
     if (!w.root_cause && !listed && w.outcome == WorkerOutcome::Failed) print_details(out, w);
   }
+  return out.str();
+}
+
+std::optional<JobVerdict> job_verdict(const std::vector<WorkerFailureInfo>& workers) {
+  const WorkerFailureInfo* first = nullptr;
+  for (const auto& w : workers) {
+    if (w.outcome == WorkerOutcome::Failed) return std::nullopt;
+    if (w.outcome == WorkerOutcome::Verdict && w.verdict && (!first || w.rank < first->rank)) first = &w;
+  }
+  if (!first) return std::nullopt;
+  return first->verdict;
+}
+
+std::string format_verdict_report(const std::vector<WorkerFailureInfo>& workers, const JobVerdict& verdict,
+                                  int attempt, int attempts_allowed) {
+  std::ostringstream out;
+  out << "ddx launch: the job reported a verdict (exit " << verdict.exit_code << ", attempt " << attempt << " of "
+      << attempts_allowed << "): " << verdict.message << "\n";
+  print_table(out, workers);
+  std::vector<int> stopped;
+  for (const auto& w : workers) {
+    if (w.outcome == WorkerOutcome::Stopped) stopped.push_back(w.rank);
+  }
+  out << "No rank failed: the job ran to its verdict, which names what is at fault.";
+  if (!stopped.empty()) {
+    out << " (" << ranks_text(stopped) << " did not exit after it and "
+        << (stopped.size() == 1 ? "was" : "were") << " stopped by the launcher.)";
+  }
+  out << "\n";
   return out.str();
 }
 

@@ -16,6 +16,7 @@
 #include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/job_events.h"
+#include "ddx/verdict.h"
 #include "faults/faults.h"
 #include "launcher/failure_report.h"
 #include "launcher/orphan_cleanup.h"
@@ -30,6 +31,9 @@ namespace fs = std::filesystem;
 
 // How long the output pump may wait for pipes after the workers are gone.
 constexpr auto kOutputDrainTimeout = std::chrono::seconds(2);
+// How long the other workers have to exit after the first reported its job's verdict: they
+// reached the same verdict together and are only shutting down (ddx/verdict.h).
+constexpr auto kVerdictExitWait = std::chrono::seconds(30);
 
 // The signals the launcher waits for with sigtimedwait(): blocked on every thread, so they
 // queue up instead of interrupting, and the main loop sleeps until one arrives.
@@ -67,14 +71,33 @@ struct AttemptResult {
   enum class Kind { Succeeded, WorkerFailed, Interrupted } kind = Kind::Succeeded;
   int signal = 0;                   // Interrupted: what the launcher received
   const WorkerProcess* first_failure = nullptr;
+  const WorkerProcess* first_verdict = nullptr;  // the first worker that exited with its job's verdict
+  Clock::time_point verdict_time;
 };
 
-// Reaps every exited child; notes the first worker failure.
-void reap(WorkerGroup& group, const WorkerProcess*& first_failure) {
+// The verdict a worker exited with: its error file holds one (ddx/verdict.h) with the code it
+// exited with. A worker that crashed, or exited with another code, failed.
+std::optional<JobVerdict> exit_verdict(const WorkerProcess& w) {
+  if (!w.exited || !WIFEXITED(w.wait_status) || WEXITSTATUS(w.wait_status) == 0) return std::nullopt;
+  std::optional<JobVerdict> verdict = read_verdict_report(w.slot.error_file);
+  if (!verdict || verdict->exit_code != WEXITSTATUS(w.wait_status)) return std::nullopt;
+  return verdict;
+}
+
+// Reaps every exited child; notes the first worker failure, and the first verdict (not a failure).
+void reap(WorkerGroup& group, AttemptResult& result) {
   int status = 0;
   for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
     WorkerProcess* worker = group.record_exit(pid, status);
-    if (worker && worker->failed() && !first_failure) first_failure = worker;
+    if (!worker || !worker->failed()) continue;
+    if (exit_verdict(*worker)) {
+      if (!result.first_verdict) {
+        result.first_verdict = worker;
+        result.verdict_time = Clock::now();
+      }
+    } else if (!result.first_failure) {
+      result.first_failure = worker;
+    }
   }
 }
 
@@ -83,12 +106,14 @@ AttemptResult watch(WorkerGroup& group, const LaunchOptions& options) {
   auto interval = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options.monitor_interval_s));
   for (;;) {
-    reap(group, result.first_failure);
+    reap(group, result);
     if (result.first_failure) {
       result.kind = AttemptResult::Kind::WorkerFailed;
       return result;
     }
     if (group.all_exited()) return result;
+    // A verdict ends the job as every worker exits with it; one that does not is stopped.
+    if (result.first_verdict && Clock::now() - result.verdict_time >= kVerdictExitWait) return result;
     int signo = wait_for_signal(interval);  // SIGCHLD wakes it at once
     if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) {
       result.kind = AttemptResult::Kind::Interrupted;
@@ -100,16 +125,15 @@ AttemptResult watch(WorkerGroup& group, const LaunchOptions& options) {
 
 // Sends `first_signal` to the group, waits up to the grace period, then SIGKILLs what is left.
 // A second SIGINT/SIGTERM to the launcher cuts the grace period short, like torchrun's.
-void stop_group(WorkerGroup& group, const LaunchOptions& options, int first_signal,
-                const WorkerProcess*& first_failure) {
-  reap(group, first_failure);
+void stop_group(WorkerGroup& group, const LaunchOptions& options, int first_signal, AttemptResult& result) {
+  reap(group, result);
   if (!group.all_exited()) {
     group.signal_all(first_signal);
     auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(options.grace_period_s));
     while (!group.all_exited() && Clock::now() < deadline) {
       int signo = wait_for_signal(deadline - Clock::now());
-      reap(group, first_failure);
+      reap(group, result);
       if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) break;
     }
   }
@@ -164,8 +188,11 @@ std::vector<WorkerFailureInfo> describe_workers(const WorkerGroup& group, const 
     info.status = describe_wait_status(w.wait_status);
     info.how = short_wait_status(w.wait_status);
     info.exit_time = w.exit_time;
+    info.verdict = exit_verdict(w);
     if (!w.failed()) {
       info.outcome = WorkerOutcome::Succeeded;
+    } else if (info.verdict) {
+      info.outcome = WorkerOutcome::Verdict;
     } else if (w.exit_time <= stop_started || !ended_by_stop(w.wait_status, stop_signal)) {
       info.outcome = WorkerOutcome::Failed;
     } else {
@@ -278,19 +305,30 @@ int run_supervised(const LaunchOptions& options) {
     AttemptResult result = watch(group, options);
     Clock::time_point stop_started = Clock::now();
     int stop_signal = result.kind == AttemptResult::Kind::Interrupted ? result.signal : SIGTERM;
-    stop_group(group, options, stop_signal, result.first_failure);
+    stop_group(group, options, stop_signal, result);
     pump.finish(kOutputDrainTimeout);
 
     if (result.kind == AttemptResult::Kind::Interrupted) {
       say("received " + signal_name(result.signal) + "; forwarded it to the workers and stopped them");
       return 128 + result.signal;
     }
-    if (result.kind == AttemptResult::Kind::Succeeded && !result.first_failure) {
+    if (result.kind == AttemptResult::Kind::Succeeded && !result.first_failure && !result.first_verdict) {
       if (restart > 0) say("all workers succeeded on attempt " + std::to_string(restart + 1));
       events::Event("launch.succeeded").number("attempt", restart + 1).emit();
       return 0;
     }
     std::vector<WorkerFailureInfo> workers = describe_workers(group, pump, stop_started, stop_signal);
+    // A verdict is the job's answer, not a failure: reported as such, with its code, and final
+    // (a restart would only ask the same question again).
+    if (const std::optional<JobVerdict> verdict = job_verdict(workers)) {
+      events::Event("launch.verdict")
+          .number("attempt", restart + 1)
+          .number("exit_code", verdict->exit_code)
+          .text("verdict", verdict->message)
+          .emit();
+      std::fputs(format_verdict_report(workers, *verdict, restart + 1, attempts_allowed).c_str(), stderr);
+      return verdict->exit_code;
+    }
     // The worker that ended the attempt failed before the stop, so there is a root cause.
     const int root = mark_root_cause(workers);
     // The attempt's root cause, for suites: a rank, how it ended and when (across nodes, the

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "ddx/job_event_records.h"
+
 namespace ddx::faults::matrix {
 
 class NodeLink;  // matrix_nodes.h
@@ -65,11 +67,7 @@ struct Options {
 };
 
 // One record of a job's events.jsonl (ddx/job_events.h), as every node's processes wrote it.
-struct JobEvent {
-  std::string name;       // "launch.attempt_failed", "nan_check.nonfinite", ...
-  int64_t unix_us = 0;    // when it was recorded, on the wall clock
-  nlohmann::json record;  // the whole record, its own fields included
-};
+using JobEvent = events::Recorded;
 
 // What one job left behind, for the detectors to read.
 struct JobEvidence {

@@ -35,20 +35,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The job's events.jsonl, in the order they were recorded; a line that does not parse (a
-// record cut off by a crash) is left out.
-std::vector<JobEvent> read_events(const std::string& path) {
-  std::vector<JobEvent> events;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!record.is_object() || !record.contains("event") || !record["event"].is_string()) continue;
-    events.push_back({record["event"].get<std::string>(), record.value("unix_us", int64_t{0}), std::move(record)});
-  }
-  std::stable_sort(events.begin(), events.end(), [](const JobEvent& a, const JobEvent& b) { return a.unix_us < b.unix_us; });
-  return events;
-}
-
 // The last rank by default: across nodes, a rank of the last node.
 int fault_rank(const Options& o) { return o.fault_rank >= 0 ? o.fault_rank : o.nproc * o.nnodes - 1; }
 int checkpoint_step(const Options& o) { return ((o.fault_step - 1) / o.ckpt_freq) * o.ckpt_freq; }
@@ -201,7 +187,7 @@ Job run_job(const Options& o, const std::string& name, const std::string& dir, c
   job_env[events::kFileVariable] = dir + "/events.jsonl";
   job.evidence.start_unix_us = events::unix_now_us();
   job.outcome = run_process(argv, job_env, job.log, o.row_timeout_s);
-  job.evidence.events = read_events(dir + "/events.jsonl");
+  job.evidence.events = events::read_records(dir + "/events.jsonl");
   job.evidence.dir = dir;
   job.leftover = count_and_kill_leftovers(dir) + job.outcome.left_in_group;
   merge_parts(o, name, job.outcome, job.evidence, job.leftover);

@@ -38,9 +38,9 @@ double number_in(const nlohmann::json& v, const std::string& where) {
   throw UsageError(where + ": '" + v.dump() + "' is not a number");
 }
 
-std::vector<CurvePoint> read_jsonl(const CurveSource& s, std::ifstream& in) {
-  std::vector<CurvePoint> points;
-  int64_t line_no = 0, row = 0;
+CurveFile read_jsonl(const CurveSource& s, std::ifstream& in) {
+  CurveFile curve;
+  int64_t line_no = 0, row = 0, with_step = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -49,10 +49,17 @@ std::vector<CurvePoint> read_jsonl(const CurveSource& s, std::ifstream& in) {
     if (j.is_discarded()) throw UsageError(where + ": not a JSON object (expected one JSON record per line)");
     if (!j.is_object() || !j.contains(s.key)) continue;  // other records (events, config) carry no value
     ++row;
+    with_step += j.contains(s.step_key) ? 1 : 0;
     const int64_t step = j.contains(s.step_key) ? static_cast<int64_t>(number_in(j[s.step_key], where)) : row;
-    points.push_back({step, number_in(j[s.key], where)});
+    curve.points.push_back({step, number_in(j[s.key], where)});
   }
-  return points;
+  // A step key the user named that no value came with is a wrong name, not "use the positions".
+  if (s.step_key_named && row > 0 && with_step == 0) {
+    throw UsageError(s.path + ": no '" + s.step_key + "' in any record with '" + s.key +
+                     "' (the steps; pick the field with --step-key)");
+  }
+  curve.steps_are_rows = row > 0 && with_step == 0;
+  return curve;
 }
 
 std::vector<std::string> split_row(const std::string& line, char separator) {
@@ -68,7 +75,7 @@ std::vector<std::string> split_row(const std::string& line, char separator) {
   return cells;
 }
 
-std::vector<CurvePoint> read_csv(const CurveSource& s, std::ifstream& in) {
+CurveFile read_csv(const CurveSource& s, std::ifstream& in) {
   const char separator = ends_with(s.path, ".tsv") ? '\t' : ',';
   std::string header_line;
   if (!std::getline(in, header_line)) throw UsageError(s.path + ": empty (expected a CSV header row)");
@@ -83,7 +90,12 @@ std::vector<CurvePoint> read_csv(const CurveSource& s, std::ifstream& in) {
   if (value_col < 0) {
     throw UsageError(s.path + ": no column '" + s.key + "' (columns: " + join(header) + "); pick one with --key");
   }
-  std::vector<CurvePoint> points;
+  if (step_col < 0 && s.step_key_named) {
+    throw UsageError(s.path + ": no column '" + s.step_key + "' for the steps (columns: " + join(header) +
+                     "); pick one with --step-key");
+  }
+  CurveFile curve;
+  curve.steps_are_rows = step_col < 0;
   int64_t line_no = 1, row = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
@@ -101,22 +113,22 @@ std::vector<CurvePoint> read_csv(const CurveSource& s, std::ifstream& in) {
     const int64_t step = step_col >= 0 && step_col < static_cast<int>(cells.size())
                              ? static_cast<int64_t>(parse(cells[step_col]))
                              : row;
-    points.push_back({step, parse(cells[value_col])});
+    curve.points.push_back({step, parse(cells[value_col])});
   }
-  return points;
+  return curve;
 }
 
 }  // namespace
 
-std::vector<CurvePoint> read_curve_file(const CurveSource& s) {
+CurveFile read_curve_file(const CurveSource& s) {
   std::ifstream in(s.path);
   if (!in) throw UsageError(s.path + ": cannot read the file");
   const std::string format = s.format == "auto" ? detect_format(s.path, in) : s.format;
-  std::vector<CurvePoint> points = format == "csv" ? read_csv(s, in) : read_jsonl(s, in);
-  if (points.empty()) {
+  CurveFile curve = format == "csv" ? read_csv(s, in) : read_jsonl(s, in);
+  if (curve.points.empty()) {
     throw UsageError(s.path + ": no values under '" + s.key + "' (read as " + format + "; pick the field with --key)");
   }
-  return points;
+  return curve;
 }
 
 }  // namespace ddx::parity

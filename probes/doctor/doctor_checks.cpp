@@ -500,6 +500,14 @@ int exit_code(const std::vector<CheckRow>& rows) {
   return 0;
 }
 
+std::string failed_checks(const std::vector<CheckRow>& rows) {
+  std::string out;
+  for (const auto& r : rows) {
+    if (r.status == Status::Fail) out += (out.empty() ? "FAIL: " : "; ") + r.name + " (" + r.value + ")";
+  }
+  return out;
+}
+
 json to_json(const std::vector<CheckRow>& rows) {
   json out = json::array();
   for (const auto& r : rows) {

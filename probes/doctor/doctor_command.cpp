@@ -24,6 +24,7 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
+#include "ddx/text.h"
 #include "ddx/version.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_facts.h"
@@ -103,7 +104,7 @@ std::unique_ptr<doctor::ReachListener> reach_other_hosts(World& world, json& fac
 
 int report(World& world, const json& mine, const DoctorFlags& flags) {
   const std::vector<std::string> texts = gather_on_rank0(world, "doctor/facts", mine.dump());
-  if (world.rank() != 0) return 0;
+  if (world.rank() != 0) return agree_on_verdict(world, "doctor", 0, "");
   std::vector<json> ranks;
   std::set<std::string> hosts;
   for (const auto& t : texts) {
@@ -117,15 +118,18 @@ int report(World& world, const json& mine, const DoctorFlags& flags) {
   std::printf("ddx doctor: %d rank%s on %zu host%s, rendezvous via %s\n", world.size(), world.size() == 1 ? "" : "s",
               hosts.size(), hosts.size() == 1 ? "" : "s", to_string(world.info().source));
   std::fputs(doctor::format_table(rows).c_str(), stdout);
-  std::printf("doctor: %zu checks: %d PASS, %d WARN, %d FAIL, %d SKIP\n", rows.size(), counts[doctor::Status::Pass],
-              counts[doctor::Status::Warn], counts[doctor::Status::Fail], counts[doctor::Status::Skip]);
+  const std::string summary = printf_text("doctor: %zu checks: %d PASS, %d WARN, %d FAIL, %d SKIP", rows.size(),
+                                           counts[doctor::Status::Pass], counts[doctor::Status::Warn],
+                                           counts[doctor::Status::Fail], counts[doctor::Status::Skip]);
+  std::printf("%s\n", summary.c_str());
   std::fflush(stdout);
   const int rc = doctor::exit_code(rows);
   if (!flags.json_path.empty()) {
     json out = {{"world_size", world.size()}, {"passed", rc == 0}, {"checks", doctor::to_json(rows)}, {"ranks", ranks}};
     write_file_atomically(flags.json_path, out.dump(2) + "\n");
   }
-  return rc;
+  // Every rank ends with the verdict (ddx/verdict.h): a FAIL is the doctor's finding, not a crash.
+  return agree_on_verdict(world, "doctor", rc, summary + "; " + doctor::failed_checks(rows));
 }
 
 }  // namespace

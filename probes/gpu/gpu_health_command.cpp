@@ -17,6 +17,8 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
+#include "ddx/text.h"
+#include "ddx/verdict.h"
 #include "gpu/gpu_checks.h"
 #include "ddx/nvml.h"
 #include "gpu/xid_log.h"
@@ -59,7 +61,9 @@ json inspect(const std::string& host, int rank, int only) {
   return mine;
 }
 
-int report(const std::vector<json>& views, int world_size, const GpuHealthFlags& flags) {
+// Prints rank 0's table and writes the JSON; returns the exit code and, in `verdict`, the line
+// every rank ends with when it is not 0 (ddx/verdict.h).
+int report(const std::vector<json>& views, int world_size, const GpuHealthFlags& flags, std::string& verdict) {
   std::vector<gpu::GpuFacts> gpus;
   std::vector<doctor::CheckRow> rows;
   std::set<std::string> hosts, skipped;
@@ -81,11 +85,14 @@ int report(const std::vector<json>& views, int world_size, const GpuHealthFlags&
               hosts.size(), hosts.size() == 1 ? "" : "s", world_size, world_size == 1 ? "" : "s",
               nvml.empty() ? "" : (", NVML " + nvml + (driver.empty() ? "" : ", driver " + driver)).c_str());
   std::fputs(doctor::format_table(rows).c_str(), stdout);
-  std::printf("gpu-health: %zu checks: %d PASS, %d WARN, %d FAIL, %d SKIP%s\n", rows.size(), counts[doctor::Status::Pass],
-              counts[doctor::Status::Warn], counts[doctor::Status::Fail], counts[doctor::Status::Skip],
-              gpus.empty() && !rows.empty() ? (" (" + rows.front().value + ")").c_str() : "");
+  const std::string summary =
+      printf_text("gpu-health: %zu checks: %d PASS, %d WARN, %d FAIL, %d SKIP%s", rows.size(), counts[doctor::Status::Pass],
+                  counts[doctor::Status::Warn], counts[doctor::Status::Fail], counts[doctor::Status::Skip],
+                  gpus.empty() && !rows.empty() ? (" (" + rows.front().value + ")").c_str() : "");
+  std::printf("%s\n", summary.c_str());
   std::fflush(stdout);
   const int rc = doctor::exit_code(rows);
+  verdict = summary + "; " + doctor::failed_checks(rows);
   if (!flags.json_path.empty()) {
     json gpus_json = json::array();
     for (const auto& g : gpus) gpus_json.push_back(gpu::to_json(g));
@@ -114,7 +121,12 @@ Subcommand add_gpu_health_command(CLI::App& probe) {
             const RendezvousInfo info = resolve_rendezvous(current_env());
             // Rank 0 writes the JSON: a path it cannot write stops it before anything is read.
             if (info.rank == 0 && !flags->json_path.empty()) check_output_file("--json", flags->json_path);
-            if (info.world_size == 1) return report({inspect(info.hostname, -1, -1)}, 1, *flags);
+            std::string verdict;
+            if (info.world_size == 1) {
+              const int rc = report({inspect(info.hostname, -1, -1)}, 1, *flags, verdict);
+              if (rc != 0) write_verdict_report(verdict, rc);
+              return rc;
+            }
             log::set_rank(info.rank, info.world_size);
             set_error_report_rank(info.rank, info.local_rank, info.world_size);
             ProcessGroupOptions pg;
@@ -128,8 +140,10 @@ Subcommand add_gpu_health_command(CLI::App& probe) {
             if (world->rank() == 0) {
               std::vector<json> views;
               for (const auto& t : texts) views.push_back(json::parse(t));
-              rc = report(views, world->size(), *flags);
+              rc = report(views, world->size(), *flags, verdict);
             }
+            // Every rank ends with rank 0's verdict: a FAIL is a finding, not a crash.
+            rc = agree_on_verdict(*world, "gpu-health", rc, verdict);
             world->shutdown();
             return rc;
           }};

@@ -23,6 +23,7 @@
 #include "ddx/rendezvous.h"
 #include "ddx/store_gather.h"
 #include "ddx/text.h"
+#include "ddx/verdict.h"
 
 namespace ddx::node {
 namespace {
@@ -87,6 +88,15 @@ void measure_kernel(World& world, const Kernel& k, const Placement& where, const
     }
   }
   if (world.rank() == 0) log::info(k.metric.label, ": ", trials.size(), " trials done");
+}
+
+// The last line of `text`, without its newline.
+std::string last_line(const std::string& text) {
+  const size_t end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  const size_t newline = text.rfind('\n', end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
 }
 
 json samples_to_json(const RankSamples& r) {
@@ -167,7 +177,7 @@ int run_probe(const std::string& name, const ProbeSettings& s,
     ranks = exchange("again");
     verdict = judge(metrics, ranks, rule);
   }
-  int rc = 0;
+  const std::string report = format_report(name, metrics, ranks, verdict, rule);
   if (world->rank() == 0) {
     std::printf("# device: %s, rank 0 on %s\n", where.cuda ? "cuda (one GPU per local rank)" : "cpu",
                 ranks.front().device.c_str());
@@ -175,15 +185,19 @@ int run_probe(const std::string& name, const ProbeSettings& s,
       std::printf("# measured again, %d trials more, after a first pass named someone: %s\n", s.trials,
                   join(rechecked).c_str());
     }
-    std::fputs(format_report(name, metrics, ranks, verdict, rule).c_str(), stdout);
+    std::fputs(report.c_str(), stdout);
     std::fflush(stdout);
     if (!s.json_path.empty()) {
       json out = to_json(name, metrics, ranks, verdict, rule);
       out["device"] = where.cuda ? "cuda" : "cpu";
       write_file_atomically(s.json_path, out.dump(2) + "\n");
     }
-    rc = verdict.passed() ? 0 : 1;
   }
+  // The same verdict on every rank, so every rank ends with its code and says it (ddx/verdict.h):
+  // a launcher reports the verdict, not the first rank to exit as a failure. Its line is the
+  // report's last, the summary that names the slow ranks and hosts.
+  const int rc = verdict.passed() ? 0 : 1;
+  if (rc != 0) write_verdict_report(last_line(report), rc);
   world->shutdown();
   return rc;
 }

@@ -60,7 +60,7 @@ int report_selfcheck(World& world, const std::vector<CheckResult>& mine,
   json payload = {{"rank", world.rank()}, {"host", world.info().hostname}, {"checks", json::array()}};
   for (const auto& r : mine) payload["checks"].push_back(to_json(r));
   const std::vector<std::string> texts = gather_on_rank0(world, "selfcheck", payload.dump());
-  if (world.rank() != 0) return 0;
+  if (world.rank() != 0) return agree_on_verdict(world, "selfcheck", 0, "");
   json all = json::array();
   for (const auto& text : texts) all.push_back(json::parse(text));
 
@@ -124,10 +124,16 @@ int report_selfcheck(World& world, const std::vector<CheckResult>& mine,
                 join_sizes(s.sizes).c_str(), s.checks, s.failed ? "FAIL" : "PASS", s.seconds * 1e3,
                 s.first_failure.c_str());
   }
-  std::printf("selfcheck: %zu ops, %d checks over %d ranks, %s (%.2f s)\n", order.size(), total,
-              world.size(), failed ? (std::to_string(failed) + " FAILED").c_str() : "all PASS",
-              seconds);
+  char summary[256];
+  std::snprintf(summary, sizeof summary, "selfcheck: %zu ops, %d checks over %d ranks, %s (%.2f s)", order.size(), total,
+                world.size(), failed ? (std::to_string(failed) + " FAILED").c_str() : "all PASS", seconds);
+  std::printf("%s\n", summary);
   std::fflush(stdout);
+  // The verdict every rank ends with: the summary and the first failure of each op that failed.
+  std::string verdict = summary;
+  for (const auto& op : order) {
+    if (ops[op].failed) verdict += "; " + op + ": " + ops[op].first_failure;
+  }
 
   if (!options.json_path.empty()) {
     json report = {{"world_size", world.size()}, {"device", options.device},
@@ -135,7 +141,7 @@ int report_selfcheck(World& world, const std::vector<CheckResult>& mine,
                    {"checks", total}, {"failed", failed}, {"seconds", seconds}, {"ranks", all}};
     write_file_atomically(options.json_path, report.dump(2) + "\n");
   }
-  return failed == 0 ? 0 : 1;
+  return agree_on_verdict(world, "selfcheck", failed == 0 ? 0 : 1, verdict);
 }
 
 }  // namespace ddx::probes

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_verdict.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -72,10 +73,14 @@ TEST(Selfcheck, ReportsCorruptedResultWithRankAndOffset) {
               launch(3, {DDX_BIN, "probe", "selfcheck", "--sizes", "7", "--dtypes", "float32",
                          "--json", dir + "/r.json"}),
               {{"DDX_FAULT", "corrupt-collective@rank=1,op=all_gather"}});
-  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("all_gather"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 1 float32 n=7: offset 0"), std::string::npos) << r.output;
+  // Every rank ends with the verdict, which names the op and the rank; the launcher blames no one.
+  expect_launch_reported_verdict(r.output, 3, 1, "selfcheck: ");
+  EXPECT_NE(r.output.find(" FAILED ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; all_gather: rank 1 float32 n=7: offset 0 got "), std::string::npos) << r.output;
   auto report = nlohmann::json::parse(read_file(dir + "/r.json"));
   EXPECT_FALSE(report["passed"].get<bool>());
   EXPECT_EQ(report["failed"].get<int>(), 1);

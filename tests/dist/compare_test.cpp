@@ -145,5 +145,114 @@ TEST_F(Compare, BadInputIsOneLineNamingTheFile) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/c.svg")) << "nothing written on bad input";
 }
 
+// Issue 46, item 6: the step key, a curve that stops early, a step key that matches nothing.
+// The reference has steps 1..8; a run logged every 2 steps (JSON lines with "iteration", a
+// TensorBoard CSV with "Step") has the same loss at steps 2, 4, 6 and 8: only its step key says
+// so, since its rows 1..4 hold other steps' values.
+class CompareSteps : public Compare {
+ protected:
+  void SetUp() override {
+    Compare::SetUp();
+    write(dir_ + "/ref8.jsonl",
+          "{\"step\":1,\"loss\":10.5}\n{\"step\":2,\"loss\":9.25}\n{\"step\":3,\"loss\":8.125}\n"
+          "{\"step\":4,\"loss\":7.0}\n{\"step\":5,\"loss\":6.5}\n{\"step\":6,\"loss\":6.0}\n"
+          "{\"step\":7,\"loss\":5.75}\n{\"step\":8,\"loss\":5.5}\n");
+    write(dir_ + "/every2.jsonl",
+          "{\"iteration\":2,\"train/loss\":9.25}\n{\"iteration\":4,\"train/loss\":7.0}\n"
+          "{\"iteration\":6,\"train/loss\":6.0}\n{\"iteration\":8,\"train/loss\":5.5}\n");
+    write(dir_ + "/every2.csv", "Wall time,Step,Value\n100.5,2,9.25\n101.5,4,7.0\n102.5,6,6.0\n103.5,8,5.5\n");
+    // The same run, died after step 3.
+    write(dir_ + "/died.jsonl",
+          "{\"step\":1,\"loss\":10.5}\n{\"step\":2,\"loss\":9.25}\n{\"step\":3,\"loss\":8.125}\n");
+  }
+};
+
+TEST_F(CompareSteps, StepKeysAlignCurvesWhoseStepsAreNotTheirRowNumbers) {
+  RunResult r = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/every2.jsonl", dir_ + "/every2.csv",
+                              "--key", "loss", "--key", "train/loss", "--key", "Value", "--step-key", "step",
+                              "--step-key", "iteration", "--step-key", "Step"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const char* file : {"every2.jsonl", "every2.csv"}) {
+    EXPECT_TRUE(has(r.output, std::string(file) + ": 4 common steps; agrees; largest |diff| 0 at step 2, largest "
+                                                  "relative 0, 0.00 x the tolerance (4 steps only in the reference, 0 "
+                                                  "only in this curve)\n"))
+        << file << "\n" << r.output;
+  }
+  EXPECT_TRUE(has(r.output, "compare: 2 curves against ref8.jsonl: all agree")) << r.output;
+  EXPECT_FALSE(has(r.output, "row numbers")) << r.output;
+
+  // Without its step key the JSON lines are read by position: rows 1..4 hold steps 2..8's losses,
+  // and the output says the steps are row numbers.
+  RunResult by_row = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/every2.jsonl", "--key", "loss",
+                                   "--key", "train/loss"}, {}, 30);
+  EXPECT_EQ(by_row.exit_code, 1) << by_row.output;
+  EXPECT_TRUE(has(by_row.output, "every2.jsonl: 4 common steps; DIFFERS from step 1: 9.25 against the reference's 10.5 "))
+      << by_row.output;
+  EXPECT_TRUE(has(by_row.output, "; no 'step' in it: its steps are its row numbers\n")) << by_row.output;
+}
+
+// A CI regression check must fail a run that died early: its steps agree, and it still differs,
+// unless --allow-shorter says a shorter run is meant. A step that differs is never excused.
+TEST_F(CompareSteps, ACurveThatStopsEarlyDiffersUnlessAllowed) {
+  RunResult died = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/died.jsonl"}, {}, 30);
+  EXPECT_EQ(died.exit_code, 1) << died.output;
+  EXPECT_TRUE(has(died.output, "died.jsonl: 3 common steps; DIFFERS: it stops at step 3, the reference goes on to step 8 "
+                               "(--allow-shorter compares only the steps it has); largest |diff| 0 at step 1"))
+      << died.output;
+  EXPECT_TRUE(has(died.output, "(5 steps only in the reference, 0 only in this curve)\n")) << died.output;
+  EXPECT_TRUE(has(died.output, "compare: 1 curve against ref8.jsonl: 1 differ\n")) << died.output;
+
+  RunResult allowed = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/died.jsonl", "--allow-shorter"},
+                             {}, 30);
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_TRUE(has(allowed.output, "died.jsonl: 3 common steps; agrees on the steps it has; it stops at step 3, the "
+                                  "reference goes on to step 8 (--allow-shorter); largest |diff| 0 at step 1"))
+      << allowed.output;
+  EXPECT_TRUE(has(allowed.output, "compare: 1 curve against ref8.jsonl: all agree\n")) << allowed.output;
+
+  // Longer than the reference is not shorter: the reference's every step is there.
+  RunResult longer = run_in(dir_, {DDX_BIN, "compare", dir_ + "/died.jsonl", dir_ + "/ref8.jsonl"}, {}, 30);
+  EXPECT_EQ(longer.exit_code, 0) << longer.output;
+  EXPECT_TRUE(has(longer.output, "ref8.jsonl: 3 common steps; agrees; largest |diff| 0 at step 1, largest relative 0, "
+                                 "0.00 x the tolerance (0 steps only in the reference, 5 only in this curve)\n"))
+      << longer.output;
+
+  // Died and wrong: the differing step is named first, the early stop after it, and
+  // --allow-shorter does not excuse the step.
+  write(dir_ + "/died-wrong.jsonl", "{\"step\":1,\"loss\":10.5}\n{\"step\":2,\"loss\":9.5}\n");
+  RunResult wrong = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/died-wrong.jsonl",
+                                  "--allow-shorter"}, {}, 30);
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_TRUE(has(wrong.output, "died-wrong.jsonl: 2 common steps; DIFFERS from step 2: 9.5 against the reference's 9.25 "
+                                "(|diff| 0.25, relative 0.027); it stops at step 2, the reference goes on to step 8; "))
+      << wrong.output;
+}
+
+// A step key the user names must be in the file: a name that matches nothing is one line naming
+// the key and the file, exit 2, nothing written; not a silent fall back to row numbers.
+TEST_F(CompareSteps, AStepKeyThatMatchesNothingIsOneLineNamingIt) {
+  RunResult jsonl = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/every2.jsonl", "--key", "loss",
+                                  "--key", "train/loss", "--step-key", "step", "--step-key", "iter", "--plot",
+                                  dir_ + "/c.svg"}, {}, 30);
+  EXPECT_EQ(jsonl.exit_code, 2) << jsonl.output;
+  EXPECT_EQ(jsonl.output, "ddx: error: " + dir_ + "/every2.jsonl: no 'iter' in any record with 'train/loss' (the "
+                          "steps; pick the field with --step-key)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/c.svg")) << "nothing written on bad input";
+
+  RunResult csv = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/every2.csv", "--key", "loss", "--key",
+                                "Value", "--step-key", "step", "--step-key", "step"}, {}, 30);
+  EXPECT_EQ(csv.exit_code, 2) << csv.output;
+  EXPECT_EQ(csv.output, "ddx: error: " + dir_ + "/every2.csv: no column 'step' for the steps (columns: Wall time, Step, "
+                        "Value); pick one with --step-key\n");
+
+  // One --step-key for every file, and the CSV lacks it. Not named, the same pair compares the
+  // CSV by row number (as ACsvThatDriftsIsNamedAtItsFirstBadStep does).
+  RunResult one_for_all = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ddx.jsonl", dir_ + "/run.csv", "--step-key",
+                                        "step"}, {}, 30);
+  EXPECT_EQ(one_for_all.exit_code, 2) << one_for_all.output;
+  EXPECT_EQ(one_for_all.output, "ddx: error: " + dir_ + "/run.csv: no column 'step' for the steps (columns: wall_time, "
+                                "loss); pick one with --step-key\n");
+}
+
 }  // namespace
 }  // namespace ddx::testing

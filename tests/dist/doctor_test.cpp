@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "launch_verdict.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -73,6 +74,10 @@ TEST(Doctor, AnInterfaceThatDoesNotExistFailsWithTheFix) {
   EXPECT_TRUE(has(r.output, "no interface 'nosuch0'")) << r.output;
   EXPECT_TRUE(has(r.output, "GLOO_SOCKET_IFNAME=nosuch1 on rank 1")) << r.output;
   EXPECT_TRUE(has(r.output, "fix: name an interface that exists on every host")) << r.output;
+  // The doctor's FAIL is its verdict: both ranks end with it; no rank is blamed for a crash.
+  expect_launch_reported_verdict(r.output, 2, 1, "doctor: 15 checks: ");
+  EXPECT_TRUE(has(r.output, " SKIP; FAIL: interfaces named in env (NCCL_SOCKET_IFNAME=nosuch0 on rank 0")) << r.output;
+  EXPECT_TRUE(has(r.output, "); interface Gloo will use (")) << r.output;
 }
 
 TEST(Doctor, ASmallDevShmIsReportedAgainstTheLocalRanks) {

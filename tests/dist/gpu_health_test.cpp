@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "launch_verdict.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -207,6 +208,19 @@ TEST(GpuHealth, OnTwoNodesRanksTwoAndThreeReadTheirNodesGpusZeroAndOne) {
   EXPECT_EQ(gpu_of_rank, (std::map<int, int>{{0, 0}, {1, 1}, {2, 0}, {3, 1}})) << j["gpus"].dump(1);
   EXPECT_EQ(uuid_of_rank[2], "GPU-fake-0") << j["gpus"].dump(1);
   EXPECT_EQ(uuid_of_rank[3], "GPU-fake-1") << j["gpus"].dump(1);
+}
+
+// Planted faults under ddx launch are the probe's verdict, not a crash: every rank ends with it
+// (exit 1), and the launcher shows it, naming the failed checks, with no root cause.
+TEST(GpuHealth, AFailUnderALauncherIsTheJobsVerdict) {
+  const std::string dir = scratch_dir("gpu-health", "verdict");
+  RunResult r = run_in(dir, {DDX_BIN, "launch", "-np", "4", "--", DDX_BIN, "probe", "gpu-health"}, fake("faults"), 120);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_launch_reported_verdict(r.output, 4, 1, "gpu-health: 32 checks: ");
+  for (const std::string check : {" gpu1 clocks (", " gpu2 pcie (", " gpu2 nvlink (", " gpu3 ecc ("}) {
+    const size_t verdict = r.output.find("the job reported a verdict");
+    EXPECT_NE(r.output.find(check, verdict), std::string::npos) << check << " is not in the verdict:\n" << r.output;
+  }
 }
 
 }  // namespace

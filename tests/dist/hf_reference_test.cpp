@@ -19,6 +19,12 @@
 // norm (the issue's; 10x the worst measured), 5e-5 for the weights (10x; 1/60 of one AdamW step
 // at lr 3e-3). The same Llama without its RoPE settings (what ddx read of transformers 5's
 // layout before) moves the loss by 3.3e-5: 33x the limit.
+//
+// The norms' epsilons are ones no default has (rms_norm_eps 3e-6, layer_norm_epsilon 3e-5;
+// hf_reference.py): with them, measured 2.6e-9 (loss) and 1.4e-8 (grad norm) for Llama, 3.1e-16
+// and 2.6e-15 for GPT-2, the same under ATEN_CPU_CAPABILITY=default and avx2. A ddx norm that
+// ignored the config's epsilon for the default 1e-5 moved the loss by 4.7e-5 (Llama, 47x the
+// limit) and 3.7e-4 (GPT-2); with 1e-5 in the configs, as before, it computed what they asked.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +100,8 @@ TEST_F(HfReferenceTest, LlamaInTransformers5LayoutMatchesSingleAndTp) {
   const auto config = nlohmann::json::parse(std::ifstream(model_));
   ASSERT_TRUE(config.contains("rope_parameters")) << "the installed transformers wrote the old layout: " << config.dump();
   ASSERT_FALSE(config.contains("rope_theta")) << config.dump();
+  // An epsilon no default has (hf_reference.py): a norm that ignored the config's would fail.
+  ASSERT_EQ(config.value("rms_norm_eps", 0.0), 3e-6) << config.dump();
   ASSERT_NO_FATAL_FAILURE(expect_single_and_tp_match_transformers(kLlamaTolerances));
 
   // The comparison can fail: the same file without its RoPE settings (theta 10000, no scaling:
@@ -118,11 +126,18 @@ TEST_F(HfReferenceTest, LlamaInTransformers4LayoutMatchesSingleAndTp) {
   use_fixture_config("llama-llama3-transformers-4.57.6.json");
   const auto config = nlohmann::json::parse(std::ifstream(model_));
   ASSERT_TRUE(config.contains("rope_scaling") && config.contains("rope_theta")) << config.dump();
+  // The file's rms_norm_eps is 1e-5, ddx's preset default: set to one no default has, so that a
+  // norm that ignored the config's epsilon would fail here too (the layout is what the file shows).
+  nlohmann::json edited = config;
+  edited["rms_norm_eps"] = 3e-6;
+  std::ofstream(model_) << edited.dump(2);
   ASSERT_NO_FATAL_FAILURE(expect_single_and_tp_match_transformers(kLlamaTolerances));
 }
 
 TEST_F(HfReferenceTest, Gpt2MatchesSingleAndTp) {
   ASSERT_NO_FATAL_FAILURE(use_generated_config("gpt2"));
+  const auto config = nlohmann::json::parse(std::ifstream(model_));
+  ASSERT_EQ(config.value("layer_norm_epsilon", 0.0), 3e-5) << config.dump();  // no default's (hf_reference.py)
   ASSERT_NO_FATAL_FAILURE(expect_single_and_tp_match_transformers(kFloat64Tolerances));
 }
 

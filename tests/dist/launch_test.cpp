@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "launch_verdict.h"
 #include "process_helpers.h"
 
 namespace {
@@ -369,6 +370,55 @@ TEST_F(LaunchTest, BadFlagsExitTwoWithOneLine) {
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
     EXPECT_NE(out.find(c.mention), std::string::npos) << out;
   }
+}
+
+// A job that ran to a verdict (a probe naming a slow rank) is not a failed one: the ranks exit
+// with it one after another (here a second apart, as ranks shutting down do), and the launcher
+// waits for them instead of stopping them at the first exit, then reports the verdict and its
+// code, with no root cause; the job's events record the verdict, not a failed attempt.
+TEST_F(LaunchTest, AVerdictIsReportedAsTheJobsAnswerNotAsACrash) {
+  const std::string verdict = "compute: 3 ranks x 1 metric, 7 trials: SLOW: rank 1 (vm, local rank 1): fp32 0.087 TFLOP/s";
+  int status = run({"-np", "3"}, {"--verdict", "3", verdict, "--stagger", "1", "--pid-file", path("pids")},
+                   {{"DDX_EVENTS_FILE", path("events.jsonl")}});
+  EXPECT_EQ(exit_code(status), 3) << output_;
+  ddx::testing::expect_launch_reported_verdict(output_, 3, 3, verdict + "\n");
+  expect_output_has("the job reported a verdict (exit 3, attempt 1 of 1): ");
+  const std::string events = ddx::testing::read_file(path("events.jsonl"));
+  EXPECT_NE(events.find("\"event\":\"launch.verdict\""), std::string::npos) << events;
+  EXPECT_NE(events.find("\"exit_code\":3"), std::string::npos) << events;
+  EXPECT_EQ(events.find("launch.attempt_failed"), std::string::npos) << events;
+  expect_all_gone();
+}
+
+// A verdict is final: asking again would get the same answer, so no restart.
+TEST_F(LaunchTest, AVerdictIsNotRestarted) {
+  int status = run({"-np", "2", "--max-restarts", "2"}, {"--verdict", "1", "doctor: 15 checks: 1 FAIL"});
+  EXPECT_EQ(exit_code(status), 1) << output_;
+  ddx::testing::expect_launch_reported_verdict(output_, 2, 1, "doctor: 15 checks: 1 FAIL\n");
+  expect_output_has("(exit 1, attempt 1 of 3)");
+  EXPECT_EQ(output_.find("restarting"), std::string::npos) << output_;
+}
+
+// A rank that crashes while the others report a verdict is the root cause, whoever exited first:
+// the verdict ranks are marked as such, never blamed.
+TEST_F(LaunchTest, ACrashBesideAVerdictIsTheRootCause) {
+  const std::string script = "if [ \"$RANK\" = 1 ]; then exec '" + std::string(DDX_TEST_WORKER) +
+                             "' --segv --fault-after 1; else exec '" + DDX_TEST_WORKER +
+                             "' --verdict 1 'selfcheck: 1 FAILED'; fi";
+  ChildProcess ddx({DDX_BIN, "launch", "-np", "3", "--", "/bin/sh", "-c", script}, {{"TMPDIR", dir_.string()}},
+                   path("output.txt"));
+  auto status = ddx.wait(60s);
+  output_ = ddx.output();
+  ASSERT_TRUE(status.has_value()) << output_;
+  EXPECT_EQ(exit_code(*status), 1) << output_;
+  expect_output_has("ddx launch: worker group failed (attempt 1 of 1)");
+  expect_output_has("\nRoot cause: rank 1 (local rank 1) on ");
+  EXPECT_TRUE(std::regex_search(output_, std::regex(R"(\n  1 +1 +\S+ +[0-9]+ +SIGSEGV \(signal 11\) +ROOT CAUSE\n)"))) << output_;
+  for (const char* rank : {"0", "2"}) {
+    EXPECT_TRUE(std::regex_search(output_, std::regex(std::string("\n  ") + rank + " +" + rank + R"( +\S+ +[0-9]+ +exit 1 +verdict\n)")))
+        << output_;
+  }
+  EXPECT_EQ(output_.find("the job reported a verdict"), std::string::npos) << output_;
 }
 
 }  // namespace

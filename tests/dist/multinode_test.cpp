@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -98,7 +99,13 @@ TEST_F(MultiNode, ComputeAndMemoryNameAHostUnderACpuQuotaAsAHost) {
     EXPECT_TRUE(has(r[0].output, "; rank 3 (ddx-host-b, local rank 1): ")) << r[0].output;
     const auto j = nlohmann::json::parse(read_file(dir_ + "/" + probe + ".json"));
     ASSERT_EQ(j["per_host"].size(), 2u) << j.dump();
+    // Host b on each of the 2 metrics, and both its ranks among the slow ranks (the loops must
+    // have something to check).
+    ASSERT_EQ(j["slow_hosts"].size(), 2u) << j.dump();
     for (const auto& f : j["slow_hosts"]) EXPECT_EQ(f["host"], "ddx-host-b") << f.dump();
+    std::set<int> slow_ranks;
+    for (const auto& f : j["slow_ranks"]) slow_ranks.insert(f["rank"].get<int>());
+    EXPECT_EQ(slow_ranks, (std::set<int>{2, 3})) << j.dump();
     for (const auto& f : j["slow_ranks"]) EXPECT_EQ(f["host"], "ddx-host-b") << f.dump();
   }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu_quota.h"
+#include "launch_verdict.h"
 #include "process_helpers.h"
 
 namespace ddx::testing {
@@ -111,8 +112,14 @@ TEST(NodeProbes, ARankUnderACpuQuotaIsNamedByComputeAndMemory) {
     EXPECT_TRUE(has(r.output, probe + ": 2 ranks x 2 metrics, 14 trials: SLOW: rank 1 (" + this_host() + ", local rank 1): "))
         << r.output;
     EXPECT_FALSE(has(r.output, "SLOW rank 0")) << r.output;
+    // A verdict, not a crash: both ranks end with it, and the launcher names no root cause
+    // (it used to blame the healthy rank 0, the first to exit, and stop rank 1).
+    expect_launch_reported_verdict(r.output, 2, 1,
+                                   probe + ": 2 ranks x 2 metrics, 14 trials: SLOW: rank 1 (" + this_host() + ", local rank 1): ");
     const auto j = nlohmann::json::parse(read_file(dir + "/" + probe + ".json"));
     EXPECT_FALSE(j["passed"].get<bool>());
+    // Named on each of its 2 metrics (the loop below must have something to check).
+    ASSERT_EQ(j["slow_ranks"].size(), 2u) << j.dump();
     for (const auto& f : j["slow_ranks"]) {
       EXPECT_EQ(f["rank"], 1) << f.dump();
       EXPECT_LT(f["value"].get<double>(), f["threshold"].get<double>()) << f.dump();
@@ -131,6 +138,8 @@ TEST(NodeProbes, ARankUnderACpuQuotaIsNamedByThePairwiseBandwidth) {
                                                      "-w", "2", "--json", dir + "/pairs.json"})),
                        {}, 180);
   EXPECT_EQ(r.exit_code, 1) << r.output;
+  expect_launch_reported_verdict(r.output, 3, 1, "ddx probe bandwidth --pairs: FAILED (3 links, ");
+  EXPECT_TRUE(has(r.output, " 1 slow ranks: rank 2)\n  rank  local")) << r.output;  // the verdict names it
   const auto j = nlohmann::json::parse(read_file(dir + "/pairs.json"));
   const auto& slow = j["ddx"]["slow_ranks"];
   ASSERT_EQ(slow.size(), 1u) << j["ddx"].dump();

@@ -31,12 +31,22 @@
 
 namespace ddx::testing {
 
+// How soon SLURM itself acts on a node that stops answering, in seconds (slurm.conf's
+// SlurmdTimeout, MessageTimeout, KillWait). Short by default, so that a test that loses a node
+// gets it back within seconds; a test that judges how ddx alone ends a job raises them far above
+// ddx's own timeouts, so that SLURM's kill cannot end the job first and hide a ddx hang.
+struct SlurmTimeouts {
+  int slurmd = 5;     // SlurmdTimeout: a silent node is set DOWN (its steps cancelled) after this
+  int message = 5;    // MessageTimeout: one RPC's wait for its reply
+  int kill_wait = 5;  // KillWait: SIGTERM to SIGKILL of a cancelled step's tasks
+};
+
 class SlurmCluster {
  public:
   static constexpr int kCtldPort = 6817, kSlurmdPort = 6818;
 
   // `dir`: the test's scratch folder (daemon output lands in <dir>/slurm-*.txt).
-  explicit SlurmCluster(std::string dir) : dir_(std::move(dir)) {
+  explicit SlurmCluster(std::string dir, SlurmTimeouts timeouts = {}) : dir_(std::move(dir)), timeouts_(timeouts) {
     if (!hosts_->refused().empty()) {
       refused_ = hosts_->refused();
       return;
@@ -214,8 +224,9 @@ class SlurmCluster {
         << "SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n"
         << "MpiDefault=none\nReturnToService=2\nSchedulerType=sched/builtin\n"
         << "JobCompType=jobcomp/none\nAccountingStorageType=accounting_storage/none\n"
-        // A lost node is noticed within seconds, not the default 5 minutes.
-        << "SlurmdTimeout=5\nMessageTimeout=5\nKillWait=5\n";
+        // By default a lost node is noticed within seconds, not SLURM's default 5 minutes.
+        << "SlurmdTimeout=" << timeouts_.slurmd << "\nMessageTimeout=" << timeouts_.message
+        << "\nKillWait=" << timeouts_.kill_wait << "\n";
     for (int h = 0; h < 2; ++h) {
       out << "NodeName=" << hosts_->hostname(h) << " NodeAddr=" << hosts_->address(h) << " CPUs=" << cpus
           << " State=UNKNOWN\n";
@@ -232,6 +243,7 @@ class SlurmCluster {
   }
 
   std::string dir_, state_, conf_;
+  SlurmTimeouts timeouts_;
   std::unique_ptr<SimulatedHosts> hosts_ = std::make_unique<SimulatedHosts>();
   std::string refused_, failed_;
   std::vector<std::unique_ptr<ChildProcess>> daemons_;

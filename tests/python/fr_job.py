@@ -6,6 +6,15 @@ not dump by itself on a timeout. A rank that never reaches a failing collective 
 compute) dumps when the job's deadline passes, from a thread, as NCCL's watchdog does when a
 peer asks. ``FR_FORMAT=json`` writes PyTorch's JSON dump instead of the pickle.
 
+A rank that is still alive dumps before it ends, whatever ends it: a dump under way is finished
+before the rank exits (from whichever thread), and torchrun's SIGTERM (it stops the others once
+one rank has died, e.g. a peer that Gloo aborted from its own I/O thread over a size mismatch,
+``gloo::EnforceNotMet``) makes the rank dump and exit instead of dying with no dump. Only a rank
+that dies at once (SIGKILL, an abort) leaves none.
+
+``FR_DUMP_DELAY_S`` makes each dump take that long at least (a loaded machine, for the test of
+torchrun stopping the job in the middle of one).
+
 Faults (``FR_FAULT``, on rank ``FR_CULPRIT``, at step ``FR_STEP`` of 5, by default 2):
   none       a healthy run; every rank dumps at the end
   skip       the culprit skips the step's all_reduce
@@ -42,28 +51,50 @@ FAULT = os.environ.get("FR_FAULT", "none")
 CULPRIT = int(os.environ.get("FR_CULPRIT", "2"))
 FAULTY_STEP = int(os.environ.get("FR_STEP", "2"))
 TIMEOUT_S = float(os.environ.get("FR_TIMEOUT_S", "4"))
+# Seconds each dump takes at least, as a loaded machine slows it (pytorch_fr_test: a dump that
+# torchrun's SIGTERM comes in the middle of is finished all the same).
+DUMP_DELAY_S = float(os.environ.get("FR_DUMP_DELAY_S", "0"))
 DEADLINE_S = float(os.environ.get("FR_DEADLINE_S", "15"))
 JSON = os.environ.get("FR_FORMAT", "pickle") == "json"
-dumped = threading.Lock()
+# Held while the dump is written: a thread that comes second waits for it (and then exits), so no
+# os._exit cuts a dump short. Reentrant for the SIGTERM handler, which runs on the main thread.
+dump_lock = threading.RLock()
+dump_state = {"writing": False, "written": False}
 
 
 def dump(rank):
     """Writes this rank's dump once, atomically (a reader never sees half a file)."""
-    if not dumped.acquire(blocking=False):
-        return
-    data = (
-        torch._C._distributed_c10d._dump_fr_trace_json()
-        if JSON
-        else torch._C._distributed_c10d._dump_fr_trace()
-    )
-    if isinstance(data, str):
-        data = data.encode()
-    path = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank) + (".json" if JSON else "")
-    with open(path + ".tmp", "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.rename(path + ".tmp", path)
+    with dump_lock:
+        if dump_state["writing"] or dump_state["written"]:
+            return
+        dump_state["writing"] = True
+        time.sleep(DUMP_DELAY_S)
+        data = (
+            torch._C._distributed_c10d._dump_fr_trace_json()
+            if JSON
+            else torch._C._distributed_c10d._dump_fr_trace()
+        )
+        if isinstance(data, str):
+            data = data.encode()
+        path = os.environ["TORCH_FR_DUMP_TEMP_FILE"] + str(rank) + (".json" if JSON else "")
+        with open(path + ".tmp", "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.rename(path + ".tmp", path)
+        dump_state["written"] = True
+
+
+def on_sigterm(rank):
+    """torchrun stops the job (a peer died): dump, then exit, as the end of main() would. It runs
+    on the main thread between two Python steps (a collective's wait ends within its timeout)."""
+    def handler(signo, frame):
+        if dump_state["writing"] and not dump_state["written"]:
+            return  # interrupted the dump itself (or the deadline thread's): that one finishes and exits
+        dump(rank)
+        sys.stderr.flush()
+        os._exit(0)
+    return handler
 
 
 def at_deadline(rank):
@@ -114,6 +145,7 @@ def train_step(rank, step, pair):
 def main():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=TIMEOUT_S))
     rank = dist.get_rank()
+    signal.signal(signal.SIGTERM, on_sigterm(rank))
     threading.Thread(target=at_deadline, args=(rank,), daemon=True).start()
     pair = None
     if FAULT == "subgroup":

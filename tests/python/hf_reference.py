@@ -35,13 +35,18 @@ import transformers  # noqa: E402
 
 # Small models whose every setting matters at 32 tokens: Llama's llama3 RoPE scaling reaches the
 # low frequencies of an 8-wide head (wavelengths above 64 / low_freq_factor), grouped KV heads
-# (8 query, 2 key/value) split over 2 TP ranks, and vocabularies no TP size divides.
+# (8 query, 2 key/value) split over 2 TP ranks, and vocabularies no TP size divides. The norms'
+# epsilons are values no default has (ddx's presets and its fallbacks use 1e-5 and 1e-6,
+# transformers' 1e-5 and 1e-6): a ddx norm that ignored the config's would still pass otherwise.
+LLAMA_RMS_NORM_EPS = 3e-6
+GPT2_LAYER_NORM_EPS = 3e-5
 LLAMA = dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2, intermediate_size=96,
-             vocab_size=1001, max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=False,
+             vocab_size=1001, max_position_embeddings=256, rms_norm_eps=LLAMA_RMS_NORM_EPS, tie_word_embeddings=False,
              attention_dropout=0.0)
 LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
-GPT2 = dict(vocab_size=1001, n_embd=48, n_layer=2, n_head=4, n_inner=137, n_positions=131, layer_norm_epsilon=1e-5,
+GPT2 = dict(vocab_size=1001, n_embd=48, n_layer=2, n_head=4, n_inner=137, n_positions=131,
+            layer_norm_epsilon=GPT2_LAYER_NORM_EPS,
             resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
 
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddx/error_report.h"
+#include "ddx/verdict.h"
 
 namespace {
 
@@ -122,6 +123,31 @@ TEST(SignalName, KnownAndUnknown) {
   EXPECT_EQ(ddx::signal_name(15), "SIGTERM");
   EXPECT_EQ(ddx::signal_name(9), "SIGKILL");
   EXPECT_EQ(ddx::signal_name(77), "signal 77");
+}
+
+// A verdict (ddx/verdict.h) reads back as one, and as an error file a launcher can show; a
+// report of an error is not a verdict, nor is junk.
+TEST_F(ErrorFileTest, AVerdictReadsBackAsAVerdictAndAnErrorIsNone) {
+  const std::string file = path("error.json");
+  ::setenv("TORCHELASTIC_ERROR_FILE", file.c_str(), 1);
+  ddx::write_verdict_report("compute: 2 ranks x 2 metrics, 14 trials: SLOW: rank 1 (vm, local rank 1)", 3);
+  auto verdict = ddx::read_verdict_report(file);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->exit_code, 3);
+  EXPECT_EQ(verdict->message, "compute: 2 ranks x 2 metrics, 14 trials: SLOW: rank 1 (vm, local rank 1)");
+  auto summary = ddx::read_error_file(file);
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->message, verdict->message);
+  EXPECT_TRUE(summary->frames.empty());
+
+  ddx::write_error_report("CollectiveTimeout: all_reduce took > 30 s", 3, /*with_stack=*/false);
+  ::unsetenv("TORCHELASTIC_ERROR_FILE");
+  EXPECT_FALSE(ddx::read_verdict_report(file).has_value());
+  write("junk.json", R"({"message": "text", "extraInfo": {"ddx": {"verdict": true}}})");
+  EXPECT_FALSE(ddx::read_verdict_report(path("junk.json")).has_value());
+  write("no-code.json", R"({"message": {"message": "m", "extraInfo": {"ddx": {"verdict": true, "message": "m"}}}})");
+  EXPECT_FALSE(ddx::read_verdict_report(path("no-code.json")).has_value());
+  EXPECT_FALSE(ddx::read_verdict_report(path("missing.json")).has_value());
 }
 
 }  // namespace

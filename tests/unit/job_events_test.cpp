@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ddx/errors.h"
+#include "ddx/job_event_records.h"
 #include "ddx/job_events.h"
 
 namespace {
@@ -110,6 +111,28 @@ TEST_F(JobEvents, TheCheckKeepsAnExistingFileAndAcceptsANewOne) {
   ::setenv(ddx::events::kFileVariable, fresh.c_str(), 1);
   EXPECT_NO_THROW(ddx::events::check_file_variable());
   EXPECT_FALSE(std::filesystem::exists(fresh));
+}
+
+// Reading a file back (ddx/job_event_records.h, what the fault matrix and the SLURM tests read):
+// in time order across the nodes' processes (a tie keeps the file's order), a record cut off by
+// a crash and a line without an "event" left out, a missing file read as none.
+TEST_F(JobEvents, ReadingBackOrdersByTimeAndLeavesOutCutOffRecords) {
+  {
+    std::ofstream out(path_);
+    out << "{\"event\":\"train.resumed\",\"unix_us\":30,\"pid\":2,\"step\":5}\n"
+        << "{\"event\":\"fault.fired\",\"unix_us\":10,\"pid\":1}\n"
+        << "{\"event\":\"train.step\",\"unix_us\":30,\"pid\":2,\"step\":6}\n"
+        << "{\"unix_us\":20,\"pid\":1}\n"
+        << "{\"event\":\"launch.attempt_fa";
+  }
+  const auto read = ddx::events::read_records(path_);
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read[0].name, "fault.fired");
+  EXPECT_EQ(read[0].unix_us, 10);
+  EXPECT_EQ(read[1].name, "train.resumed");
+  EXPECT_EQ(read[1].record.at("step"), 5);
+  EXPECT_EQ(read[2].name, "train.step");
+  EXPECT_TRUE(ddx::events::read_records((dir_ / "missing.jsonl").string()).empty());
 }
 
 }  // namespace

@@ -83,7 +83,12 @@ TEST(PipeSchedule, AnInterleavedScheduleInGpipeOrderIsToldApart) {
   const ScheduleCheck c = check_schedules(gpipe_order, shape(4, 2, 8));
   ASSERT_TRUE(c.ok) << c.problem;  // it runs...
   EXPECT_EQ(c.max_in_flight[0], 16);
-  EXPECT_NE(c.max_in_flight[0], interleaved_in_flight(4, 2, 8, 0));  // ...but holds 16 chunks, not 11
+  // ...but every rank holds all m V = 16 chunks, where the real schedule holds Megatron's
+  // warm-up plus one: 11, 9, 7 and 5 (the bound the test above holds it to).
+  EXPECT_EQ(c.max_in_flight, (std::vector<int>{16, 16, 16, 16}));
+  const ScheduleCheck real = check_schedules(find_schedule("interleaved-1f1b"), shape(4, 2, 8));
+  ASSERT_TRUE(real.ok) << real.problem;
+  EXPECT_EQ(real.max_in_flight, (std::vector<int>{11, 9, 7, 5}));
 }
 
 // A rank that starts with a backward waits for a gradient no one sends until it has sent

@@ -3,6 +3,9 @@
 //   --segv                  null-pointer write in crash_with_null_write()
 //   --throw MSG             uncaught std::runtime_error(MSG) from throw_uncaught()
 //   --exit N                exit code N
+//   --verdict N MSG         a job's verdict: write MSG into the error file as the verdict
+//                           (ddx/verdict.h), then exit N
+//   --stagger S             rank R waits R * S seconds more before its fault (ranks exit in turn)
 //   --fail-first-attempt    exit 1 when TORCHELASTIC_RESTART_COUNT is 0, else 0
 //   --sleep S               sleep S seconds (after the fault checks; the default action)
 //   --spawn-grandchild FILE fork a grandchild that leaves the process group (setsid) and
@@ -28,6 +31,7 @@
 #include <thread>
 
 #include "ddx/error_report.h"
+#include "ddx/verdict.h"
 
 namespace {
 
@@ -35,6 +39,9 @@ struct Args {
   bool segv = false;
   const char* throw_message = nullptr;
   int exit_code = -1;
+  int verdict_code = -1;
+  const char* verdict_message = nullptr;
+  double stagger_s = 0;
   bool fail_first_attempt = false;
   double sleep_s = 0;
   const char* grandchild_file = nullptr;
@@ -115,6 +122,11 @@ Args parse(int argc, char** argv) {
     if (flag == "--segv") a.segv = true;
     else if (flag == "--throw") a.throw_message = next();
     else if (flag == "--exit") a.exit_code = std::atoi(next());
+    else if (flag == "--verdict") {
+      a.verdict_code = std::atoi(next());
+      a.verdict_message = next();
+    }
+    else if (flag == "--stagger") a.stagger_s = std::atof(next());
     else if (flag == "--fail-first-attempt") a.fail_first_attempt = true;
     else if (flag == "--sleep") a.sleep_s = std::atof(next());
     else if (flag == "--spawn-grandchild") a.grandchild_file = next();
@@ -148,11 +160,15 @@ int main(int argc, char** argv) {
   bool faulty_rank = args.only_rank < 0 || args.only_rank == rank;
   if (faulty_rank) {
     // Lets the other ranks finish starting (pid files, grandchildren) before the fault.
-    if (args.fault_after_s > 0) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(args.fault_after_s));
+    if (args.fault_after_s > 0 || args.stagger_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(args.fault_after_s + rank * args.stagger_s));
     }
     if (args.segv) crash_with_null_write();
     if (args.throw_message) throw_uncaught(args.throw_message);
+    if (args.verdict_message) {
+      ddx::write_verdict_report(args.verdict_message, args.verdict_code);
+      return args.verdict_code;
+    }
     if (args.exit_code >= 0) {
       std::fprintf(stderr, "test_worker: rank %d exiting with code %d\n", rank, args.exit_code);
       return args.exit_code;
@@ -161,7 +177,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "test_worker: rank %d failing its first attempt\n", rank);
       return 1;
     }
-  } else if (args.segv || args.throw_message || args.exit_code >= 0) {
+  } else if (args.segv || args.throw_message || args.exit_code >= 0 || args.verdict_message) {
     // The healthy ranks of a faulty job: alive until the launcher stops them.
     if (args.sleep_s <= 0) args.sleep_s = 60;
   }

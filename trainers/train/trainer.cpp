@@ -247,11 +247,17 @@ void set_up(Run& run) {
   run.dtype = o.dtype == "bf16" ? torch::kBFloat16 : o.dtype == "fp64" ? torch::kFloat64 : torch::kFloat32;
   if (run.dtype == torch::kBFloat16 && run.device.is_cpu()) log::warn("--dtype bf16 on CPU is slow; it is meant for GPUs");
 
-  // The flag, else DDX_COLLECTIVE_TIMEOUT (docs/hangs.md: what every ddx program reads), else
-  // the runtime's default: a flag default of its own would silently override the variable.
-  run.pg.collective_timeout =
-      o.collective_timeout_s > 0 ? std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000))
-                                 : run.hang_env.collective_timeout;
+  // The watchdog's timeout: the flag, else DDX_COLLECTIVE_TIMEOUT (docs/hangs.md: what every ddx
+  // program reads), else the runtime's default: a flag default of its own would silently
+  // override the variable.
+  if (o.collective_timeout_s > 0) {
+    run.hang_env.collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.collective_timeout_s * 1000));
+  }
+  // Gloo's (NCCL's) own timeout comes after the watchdog's whole --on-timeout abort: the timeout,
+  // the peers' state, their dumps (at most dump_wait), exit 124. So on a hang the watchdog ends
+  // the rank, as it does with NCCL, not the backend's exception racing it at the same moment
+  // (a lost node: the ranks left ended with SIGABRT before their watchdog's exit code).
+  run.pg.collective_timeout = run.hang_env.collective_timeout + run.hang_env.dump_wait + std::chrono::seconds(10);
   run.pg.store_timeout = std::max(run.pg.collective_timeout, std::chrono::milliseconds(60000));
   run.pg.enable_nccl = run.device.is_cuda();
   run.world = World::init(info, run.pg);
@@ -338,7 +344,6 @@ void open_metrics(Run& run, const std::string& exp_dir) {
 void install_hang_detection(Run& run) {
   const TrainOptions& o = run.o;
   HangOptions hang_options = run.hang_env;
-  hang_options.collective_timeout = run.pg.collective_timeout;
   // --trace-dir, else DDX_TRACE_DIR (read at the start), else next to the metrics.
   if (!o.trace_dir.empty()) hang_options.trace_dir = o.trace_dir;
   if (hang_options.trace_dir.empty()) hang_options.trace_dir = (fs::path(run.metrics_path).parent_path() / "traces").string();

@@ -30,6 +30,7 @@
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
+#include "ddx/verdict.h"
 #include "faults/faults.h"
 
 namespace ddx::cli {
@@ -170,11 +171,12 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
   me.device_name = device.name;
 
   int rc = 0;
-  std::string failure;  // rank 0: why the sweep failed
+  std::string failure;  // rank 0: why the probe failed, one line
   if (o.pairs) {
     PairReport report = run_pairs(*engine, *coord, o, watchdog, me);
     if (info.rank == 0) {
-      std::fputs(pairs_text(report, o).c_str(), stdout);
+      const std::string text = pairs_text(report, o);
+      std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
       if (!report.slow_ranks.empty()) {
         std::vector<int> slow;
@@ -185,6 +187,9 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
       if (!o.json_path.empty()) write_output("--json", o.json_path, pairs_json(report, o));
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, pairs_csv(report));
       rc = exit_code(report);
+      // The verdict: the report's last line, "# ddx probe bandwidth --pairs: FAILED (6 links, 3 slow, ...)".
+      const size_t last = text.rfind("# ddx probe bandwidth --pairs: ");
+      if (rc != 0 && last != std::string::npos) failure = text.substr(last + 2, text.find('\n', last) - last - 2);
     }
   } else {
     const std::string start = now_text();
@@ -214,16 +219,17 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
       if (!o.csv_path.empty()) write_output("--csv", o.csv_path, sweep_csv(report));
       if (!o.plot_path.empty()) write_output("--plot", o.plot_path, sweep_svg(report));
       rc = exit_code(verdicts);
-      failure = failure_text(report, verdicts, o);
+      if (rc != 0) failure = "ddx probe bandwidth: " + failure_text(report, verdicts, o);
     }
   }
   watchdog.phase("sharing the verdict");
-  // Every rank exits with rank 0's verdict and, when it failed, says why in its error report:
-  // whichever rank a launcher names, its failure table shows the collective and size at fault.
+  // Every rank exits with rank 0's verdict and, when it failed, writes it into its error file as
+  // a verdict (ddx/verdict.h): a launcher reports the verdict, naming the collective and size at
+  // fault or the slow ranks, instead of blaming whichever rank exited first.
   const std::string verdict = coord->all_gather(std::to_string(rc) + " " + failure).at(0);
   rc = std::stoi(verdict);
   const std::string why = verdict.substr(verdict.find(' ') + 1);
-  if (rc != 0 && !why.empty()) write_error_report("ddx probe bandwidth: " + why, rc, /*with_stack=*/false);
+  if (rc != 0) write_verdict_report(why, rc);
   coord->finish();
   engine.reset();
   coord.reset();

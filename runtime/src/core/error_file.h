@@ -17,6 +17,7 @@ struct ErrorReport {
   int rank = -1, local_rank = -1, world_size = -1;  // -1: unknown
   std::string host;
   int pid = 0;
+  bool verdict = false;             // a command's verdict, not a failure (ddx/verdict.h)
 };
 
 std::string error_report_to_json(const ErrorReport& report);

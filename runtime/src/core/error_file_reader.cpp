@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ddx/error_report.h"
+#include "ddx/verdict.h"
 
 namespace ddx {
 namespace {
@@ -108,6 +109,20 @@ std::optional<ErrorFileSummary> read_error_file(const std::string& path) {
   if (!summary.signal) summary.signal = signal_in_message(summary.message);
   if (summary.frames.size() > kMaxFrames) summary.frames.resize(kMaxFrames);
   return summary;
+}
+
+std::optional<JobVerdict> read_verdict_report(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json::json_pointer at("/message/extraInfo/ddx");
+  if (!doc.is_object() || !doc.contains(at)) return std::nullopt;
+  const nlohmann::json& details = doc[at];
+  if (!details.is_object() || !details.contains("verdict") || details["verdict"] != true ||
+      !details.contains("exit_code") || !details["exit_code"].is_number_integer()) {
+    return std::nullopt;
+  }
+  return JobVerdict{details["exit_code"].get<int>(), first_line(string_field(details, "message"))};
 }
 
 }  // namespace ddx

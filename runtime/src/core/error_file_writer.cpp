@@ -55,6 +55,7 @@ std::string error_report_to_json(const ErrorReport& report) {
       {"stack", stack},
       {"time", iso_time_utc(now)},
   };
+  if (report.verdict) ddx_details["verdict"] = true;
   // torchelastic reads message.message and extraInfo.{py_callstack,timestamp}; py_callstack is
   // what `torchrun` prints under "Traceback", so the native trace goes there.
   nlohmann::json doc = {

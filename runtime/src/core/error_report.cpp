@@ -20,6 +20,7 @@
 
 #include "bus_error_cause.h"
 #include "ddx/job_events.h"
+#include "ddx/verdict.h"
 #include "error_file.h"
 #include "stack_capture.h"
 
@@ -258,6 +259,15 @@ void write_error_report(const std::string& message, int exit_code, bool with_sta
   detail::ErrorReport r = make_report(message, exit_code);
   if (with_stack) r.frames = detail::capture_current_stack();
   publish(r);
+}
+
+void write_verdict_report(const std::string& message, int exit_code) {
+  detail::ErrorReport r = make_report(message, exit_code);
+  r.verdict = true;
+  const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (path && *path && !detail::write_file_atomically(path, detail::error_report_to_json(r))) {
+    write_stderr(rank_prefix(r) + "E could not write error file " + path + ": " + std::strerror(errno) + "\n");
+  }
 }
 
 }  // namespace ddx

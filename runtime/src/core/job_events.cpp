@@ -5,14 +5,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "ddx/errors.h"
+#include "ddx/job_event_records.h"
 
 namespace ddx::events {
 
@@ -103,6 +106,18 @@ void Event::emit() const {
   } catch (const std::exception& e) {
     warn_once("event " + name_ + " not recorded: " + e.what());
   }
+}
+
+std::vector<Recorded> read_records(const std::string& path) {
+  std::vector<Recorded> records;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("event") || !record["event"].is_string()) continue;
+    records.push_back({record["event"].get<std::string>(), record.value("unix_us", int64_t{0}), std::move(record)});
+  }
+  std::stable_sort(records.begin(), records.end(), [](const Recorded& a, const Recorded& b) { return a.unix_us < b.unix_us; });
+  return records;
 }
 
 }  // namespace ddx::events

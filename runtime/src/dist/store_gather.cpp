@@ -3,6 +3,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "ddx/process_group.h"
+#include "ddx/verdict.h"
 
 namespace ddx {
 
@@ -40,6 +41,24 @@ std::vector<std::string> gather_on_all_ranks(World& world, const std::string& to
     store.wait(keys);
   }
   return all;
+}
+
+int agree_on_verdict(World& world, const std::string& topic, int exit_code, const std::string& verdict) {
+  c10d::Store& store = world.store();
+  const std::string key = "ddx/" + topic + "/verdict";
+  std::string rank0;
+  if (world.rank() == 0) {
+    rank0 = std::to_string(exit_code) + " " + verdict;
+    store.set(key, std::vector<uint8_t>(rank0.begin(), rank0.end()));
+  } else {
+    // Waits for rank 0's; rank 0 keeps the store up until every rank has checked out (World::shutdown).
+    const std::vector<uint8_t> bytes = store.get(key);
+    rank0.assign(bytes.begin(), bytes.end());
+  }
+  const size_t space = rank0.find(' ');
+  const int code = std::stoi(rank0.substr(0, space));
+  if (code != 0) write_verdict_report(rank0.substr(space + 1), code);
+  return code;
 }
 
 }  // namespace ddx
