@@ -76,7 +76,7 @@ fi
 checks=("1 version names CUDA, NCCL and the GPU" "2 gpu-health vs nvidia-smi" "3 compute vs torch.mm"
         "4 memory vs PyTorch copies" "5 selfcheck and bandwidth on NCCL" "6 two ranks on one GPU"
         "7 train GPT-2 124M vs PyTorch" "8 DDP and FSDP at world size 1 on NCCL" "9 validate --np 1"
-        "10 top shows the GPU during training")
+        "10 top shows the GPU during training" "11 health level 1 on the real NVML" "12 health level 2 on the GPU")
 if [ "${gpus:-0}" -lt 1 ]; then
   for c in "${checks[@]}"; do record "$c" SKIP "no GPU"; done
   finish
@@ -104,6 +104,26 @@ if [ -f "$out/gpu.json" ]; then
 else
   record "${checks[1]}: readings" FAIL "ddx wrote no gpu.json"
 fi
+
+# 11 and 12. `ddx health` on the real NVML and GPU (docs/health.md): level 1 (passive) and level 2
+# on the GPU (the known-answer GEMM in every dtype, the figures, the storage test in OUT). Run here,
+# after check 2, not last: they take seconds, and a device call cut short must still reach them.
+# Judged by py/health_records.py: exit OK or WARN with no CRITICAL or UNKNOWN row on a healthy GPU,
+# within the level's budget, every GPU nvidia-smi lists in the rows, every GEMM exact per dtype.
+health_level() {  # health_level LEVEL CHECK TIMEOUT FLAGS...
+  local level="$1" check="$2" seconds="$3" t0 rc
+  shift 3
+  t0=$(date +%s%N)
+  run_step "$seconds" "health_level$level" "$ddx" health --level "$level" --json "$out/health_level$level.json" \
+    --prometheus "$out/health_level$level.prom" "$@"
+  rc=$?
+  "$py" "$here/py/health_records.py" "$level" "$out/health_level$level.json" "$out/health_level$level.prom" "$rc" \
+    "$(( ($(date +%s%N) - t0) / 1000000 ))" "$out" "$check"
+}
+health_level 1 "${checks[10]}" 30
+mkdir -p "$out/health_scratch"
+health_level 2 "${checks[11]}" 90 --device cuda --path "$out/health_scratch"
+rmdir "$out/health_scratch" 2>/dev/null || echo "gpu_check: ddx health's storage test left files in $out/health_scratch"
 
 # 3 and 4. The probes against PyTorch's same kernels, same run, same GPU: at least 0.95x.
 node_probe() {  # node_probe NAME CHECK DDX_FLAGS -- REF_FLAGS

@@ -1,4 +1,7 @@
 #include "cli/commands.h"
+#ifdef DDX_WITH_TORCH
+#include "health/health_command.h"
+#endif
 
 namespace ddx::cli {
 
@@ -15,6 +18,10 @@ std::vector<Subcommand> register_commands(CLI::App& app) {
   commands.push_back(add_doctor_command(app));
   commands.push_back(add_validate_command(app));
   commands.push_back(add_top_command(app));
+  // `ddx health fleet` before `ddx health`: the first parsed command in this list runs.
+  const Subcommand health = add_health_command(app);
+  commands.push_back(add_health_fleet_command(*health.first));
+  commands.push_back(health);
   CLI::App* probe = app.add_subcommand("probe", "Probes of the cluster: selfcheck, hang, bandwidth, buserror, compute, memory, gpu-health");
   probe->require_subcommand(1);
   commands.push_back(add_selfcheck_command(*probe));

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     const std::string message = ddx::cli::describe_parse_error(app, args, e);
     std::fprintf(stderr, "ddx: error: %s\n", message.c_str());
     ddx::events::Event("usage_error").text("message", message).emit();
-    return ddx::kExitUsage;
+    return ddx::cli::usage_exit_code(app, args);
   }
 
   // Only UsageError is caught: any other exception reaches the terminate handler with its
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   } catch (const ddx::UsageError& e) {
     std::fprintf(stderr, "ddx: error: %s\n", e.what());
     ddx::events::Event("usage_error").text("message", e.what()).emit();
-    return ddx::kExitUsage;
+    return ddx::cli::usage_exit_code(app, std::vector<std::string>(argv + 1, argv + argc));
   }
   return ddx::kExitUsage;
 }

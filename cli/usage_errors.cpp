@@ -1,8 +1,10 @@
 #include "cli/usage_errors.h"
 
 #include <cctype>
+#include <map>
 #include <regex>
 
+#include "ddx/errors.h"
 #include "ddx/text.h"
 
 namespace ddx::cli {
@@ -99,6 +101,11 @@ bool runs_a_command(const CLI::App& app) {
   return false;
 }
 
+std::map<const CLI::App*, int>& usage_exit_codes() {
+  static std::map<const CLI::App*, int> codes;
+  return codes;
+}
+
 std::string see_help(const Scan& s) { return " (see " + s.command + " --help)"; }
 
 // The option a value error is about. CLI11 starts a ValidationError with its name ("--max-steps:
@@ -191,6 +198,16 @@ std::string describe_parse_error(const CLI::App& app, const std::vector<std::str
   }
   if (const std::string bad = describe_bad_value(s, error); !bad.empty()) return bad + see_help(s);
   return error.what() + see_help(s);
+}
+
+void set_usage_exit_code(const CLI::App& subcommand, int code) { usage_exit_codes()[&subcommand] = code; }
+
+int usage_exit_code(const CLI::App& app, const std::vector<std::string>& args) {
+  for (const CLI::App* a = scan(app, args).app; a != nullptr; a = a->get_parent()) {
+    const auto it = usage_exit_codes().find(a);
+    if (it != usage_exit_codes().end()) return it->second;
+  }
+  return kExitUsage;
 }
 
 }  // namespace ddx::cli

@@ -35,6 +35,7 @@ const Kind& pp_double_microbatch_kind();
 const Kind& host_memory_kind();
 const Kind& clock_skew_kind();
 const Kind& version_skew_kind();
+const Kind& gemm_wrong_kind();
 
 const std::vector<const Kind*>& kinds() {
   static const std::vector<const Kind*> all{
@@ -48,7 +49,7 @@ const std::vector<const Kind*>& kinds() {
       &scale_grad_kind(),  &scale_grad_element_kind(), &lr_scale_kind(),
       &skip_bucket_kind(), &fsdp_double_divide_kind(),
       &tp_no_input_reduce_kind(), &sp_no_replicated_reduce_kind(), &pp_double_microbatch_kind(), &host_memory_kind(),
-      &clock_skew_kind(),  &version_skew_kind()};
+      &clock_skew_kind(),  &version_skew_kind(), &gemm_wrong_kind()};
   return all;
 }
 

@@ -133,7 +133,7 @@ json collect_facts(const EnvMap& env, const FactsInput& in) {
   // The interface this rank's Gloo will use, decided as World::init decides it.
   const auto gloo = env_get(env, "GLOO_SOCKET_IFNAME");
   InterfaceFacts net = probe_interface_facts(gloo ? *gloo : "", in.info.master_addr, in.info.hostname);
-  if (net.hostname_addresses.empty()) net.hostname_addresses = resolve_host(in.info.hostname);
+  if (net.hostname_addresses.empty() && in.resolve_hostname) net.hostname_addresses = resolve_host(in.info.hostname);
   const InterfaceChoice choice = choose_interface(net);
   f["route_interface"] = net.route_interface;
   f["hostname_resolved"] = net.hostname_addresses;

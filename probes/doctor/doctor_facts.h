@@ -30,6 +30,9 @@ struct FactsInput {
   std::string sysfs_root = "/sys";                                  // NUMA, cpufreq, infiniband
   std::string cpuinfo_path = "/proc/cpuinfo";                       // the ISA MKL dispatches on
   std::string aten_capability;                                      // at::get_cpu_capability(), "" unknown
+  // Look this host's name up when routing did not (the loopback-hostname check): false skips a
+  // name lookup that may wait on an unreachable DNS server (`ddx health` on one node).
+  bool resolve_hostname = true;
 };
 
 // The widest instruction set MKL would dispatch to on a CPU with these /proc/cpuinfo flags:

@@ -27,6 +27,15 @@ std::optional<T> ask(Fn fn, Args... args) {
   return fn(args..., &value) == kNvmlSuccess ? std::optional<T>(value) : std::nullopt;
 }
 
+// How many pages NVML retired for `cause`: asked with no buffer, it answers the count, with
+// NVML_ERROR_INSUFFICIENT_SIZE when there are some (the addresses would not fit).
+std::optional<unsigned> retired_pages(const NvmlApi& a, nvmlDevice d, int cause) {
+  if (!a.retired_pages) return std::nullopt;
+  unsigned count = 0;
+  const nvmlReturn r = a.retired_pages(d, cause, &count, nullptr);
+  return r == kNvmlSuccess || r == kNvmlInsufficientSize ? std::optional<unsigned>(count) : std::nullopt;
+}
+
 }  // namespace
 
 json to_json(const GpuFacts& f) {
@@ -51,6 +60,10 @@ json to_json(const GpuFacts& f) {
   put(j, "power_mw", f.power_mw);
   put(j, "power_limit_mw", f.power_limit_mw);
   put(j, "power_default_limit_mw", f.power_default_limit_mw);
+  put(j, "retired_pages_single_bit", f.retired_pages_single_bit);
+  put(j, "retired_pages_double_bit", f.retired_pages_double_bit);
+  put(j, "retired_pages_pending", f.retired_pages_pending);
+  put(j, "pcie_replays", f.pcie_replays);
   json xids = json::object();
   for (const auto& [code, n] : f.xids) xids[std::to_string(code)] = n;
   j["xids"] = xids;
@@ -85,6 +98,10 @@ GpuFacts facts_from_json(const json& j) {
   get(j, "power_mw", f.power_mw);
   get(j, "power_limit_mw", f.power_limit_mw);
   get(j, "power_default_limit_mw", f.power_default_limit_mw);
+  get(j, "retired_pages_single_bit", f.retired_pages_single_bit);
+  get(j, "retired_pages_double_bit", f.retired_pages_double_bit);
+  get(j, "retired_pages_pending", f.retired_pages_pending);
+  get(j, "pcie_replays", f.pcie_replays);
   for (const auto& [code, n] : j.value("xids", json::object()).items()) f.xids[std::stoi(code)] = n.get<int>();
   return f;
 }
@@ -138,6 +155,10 @@ std::vector<GpuFacts> read_gpu_facts(const Nvml& nvml, const std::string& host, 
     f.power_mw = ask<unsigned>(a.power_usage, d);
     f.power_limit_mw = ask<unsigned>(a.power_limit, d);
     f.power_default_limit_mw = ask<unsigned>(a.power_default_limit, d);
+    f.retired_pages_single_bit = retired_pages(a, d, kNvmlRetiredPagesSingleBit);
+    f.retired_pages_double_bit = retired_pages(a, d, kNvmlRetiredPagesDoubleBit);
+    if (const auto pending = ask<int>(a.retired_pages_pending, d)) f.retired_pages_pending = *pending != 0;
+    f.pcie_replays = ask<unsigned>(a.pcie_replay_counter, d);
     f.xids_readable = kernel_log_readable;
     if (!f.pci_bus_id.empty()) f.xids = xids_for(kernel_log, f.pci_bus_id);
     gpus.push_back(f);

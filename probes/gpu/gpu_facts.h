@@ -24,6 +24,11 @@ struct GpuFacts {
   std::optional<unsigned> nvlinks_active, nvlinks_total;  // links that exist on this GPU, and are up
   std::optional<unsigned> temperature_c, slowdown_temperature_c;
   std::optional<unsigned> power_mw, power_limit_mw, power_default_limit_mw;
+  // Page retirement (GPUs before Ampere; row remapping replaced it): pages retired after two
+  // single-bit errors at one address or after a double-bit error, and whether some wait for a reset.
+  std::optional<unsigned> retired_pages_single_bit, retired_pages_double_bit;
+  std::optional<bool> retired_pages_pending;
+  std::optional<unsigned> pcie_replays;  // PCIe link-level retransmissions since the driver loaded
   std::map<int, int> xids;      // XID code -> events in the kernel log since boot for this GPU
   bool xids_readable = false;   // the kernel log could be read (root, or dmesg_restrict=0)
 };

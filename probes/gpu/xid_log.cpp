@@ -26,6 +26,19 @@ std::string bus_and_device(const std::string& pci_bus_id) {
   return id.substr(before == std::string::npos ? 0 : before + 1);
 }
 
+// The device an XID line names ("0000:3b:00" in "NVRM: Xid (PCI:0000:3b:00): 79, ..."), and where
+// its closing parenthesis is; false for other lines.
+bool xid_device_of(const std::string& line, std::string& device, size_t& close) {
+  static const std::string tag = "NVRM: Xid (PCI:";
+  const size_t at = line.find(tag);
+  if (at == std::string::npos) return false;
+  const size_t open = at + tag.size();
+  close = line.find(')', open);
+  if (close == std::string::npos) return false;
+  device = line.substr(open, close - open);
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::string> read_kernel_log(bool& readable) {
@@ -52,10 +65,9 @@ std::map<int, int> xids_for(const std::vector<std::string>& lines, const std::st
   std::map<int, int> counts;
   const std::string want = bus_and_device(pci_bus_id);
   for (const std::string& line : lines) {
-    const size_t at = line.find("NVRM: Xid (PCI:");
-    if (at == std::string::npos) continue;
-    const size_t open = at + 15, close = line.find(')', open);
-    if (close == std::string::npos || bus_and_device(line.substr(open, close - open)) != want) continue;
+    std::string device;
+    size_t close = 0;
+    if (!xid_device_of(line, device, close) || bus_and_device(device) != want) continue;
     const size_t colon = line.find(':', close);
     if (colon == std::string::npos) continue;
     char* end = nullptr;
@@ -64,6 +76,21 @@ std::map<int, int> xids_for(const std::vector<std::string>& lines, const std::st
   }
   return counts;
 }
+
+std::vector<std::string> xid_devices(const std::vector<std::string>& lines) {
+  std::vector<std::string> devices;
+  for (const std::string& line : lines) {
+    std::string device;
+    size_t close = 0;
+    if (!xid_device_of(line, device, close)) continue;
+    bool seen = false;
+    for (const std::string& d : devices) seen = seen || same_pci_device(d, device);
+    if (!seen) devices.push_back(device);
+  }
+  return devices;
+}
+
+bool same_pci_device(const std::string& a, const std::string& b) { return bus_and_device(a) == bus_and_device(b); }
 
 std::string xid_meaning(int code) {
   switch (code) {

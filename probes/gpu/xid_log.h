@@ -16,6 +16,12 @@ std::vector<std::string> read_kernel_log(bool& readable);
 // writes "0000:3b:00", compared without case and the extra domain digits).
 std::map<int, int> xids_for(const std::vector<std::string>& lines, const std::string& pci_bus_id);
 
+// Every device the XIDs in `lines` name, as the log writes it ("0000:3b:00"), each once.
+std::vector<std::string> xid_devices(const std::vector<std::string>& lines);
+
+// Whether two ways of writing a PCI address ("00000000:3B:00.0", "0000:3b:00") name one device.
+bool same_pci_device(const std::string& a, const std::string& b);
+
 // What an XID code means, for the ones that mark hardware trouble; "" for others.
 std::string xid_meaning(int code);
 

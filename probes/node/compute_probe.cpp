@@ -10,13 +10,8 @@
 #include "ddx/errors.h"
 #include "node/rank_probe.h"
 
-namespace ddx::cli {
+namespace ddx::node {
 namespace {
-
-struct ComputeFlags {
-  std::vector<int64_t> sizes;         // empty: 256,512,1024 on CPU; 4096,8192 on GPU
-  std::vector<std::string> dtypes;    // empty: fp32 on CPU; bf16,fp16,tf32,fp32 on GPU
-};
 
 c10::ScalarType storage_type(const std::string& dtype) {
   if (dtype == "bf16") return torch::kBFloat16;
@@ -24,14 +19,17 @@ c10::ScalarType storage_type(const std::string& dtype) {
   return torch::kFloat32;  // fp32, tf32
 }
 
-std::vector<node::Kernel> matmul_kernels(const ComputeFlags& f, const node::Placement& where) {
+}  // namespace
+
+std::vector<Kernel> compute_kernels(const Placement& where, const std::vector<int64_t>& wanted_sizes,
+                                    const std::vector<std::string>& wanted_dtypes) {
   const std::vector<int64_t> sizes =
-      !f.sizes.empty() ? f.sizes : where.cuda ? std::vector<int64_t>{4096, 8192} : std::vector<int64_t>{256, 512, 1024};
-  const std::vector<std::string> dtypes = !f.dtypes.empty() ? f.dtypes
+      !wanted_sizes.empty() ? wanted_sizes : where.cuda ? std::vector<int64_t>{4096, 8192} : std::vector<int64_t>{256, 512, 1024};
+  const std::vector<std::string> dtypes = !wanted_dtypes.empty() ? wanted_dtypes
                                           : where.cuda      ? std::vector<std::string>{"bf16", "fp16", "tf32", "fp32"}
                                                             : std::vector<std::string>{"fp32"};
   const torch::Device device = where.cuda ? torch::Device(torch::kCUDA, where.device_index) : torch::Device(torch::kCPU);
-  std::vector<node::Kernel> kernels;
+  std::vector<Kernel> kernels;
   for (const std::string& dtype : dtypes) {
     for (const int64_t n : sizes) {
       const auto options = torch::TensorOptions().dtype(storage_type(dtype)).device(device);
@@ -40,7 +38,7 @@ std::vector<node::Kernel> matmul_kernels(const ComputeFlags& f, const node::Plac
       auto b = std::make_shared<torch::Tensor>(torch::rand({n, n}, options));
       auto c = std::make_shared<torch::Tensor>(torch::empty({n, n}, options));
       const std::string precision = dtype == "tf32" ? "high" : "highest";
-      node::Kernel k;
+      Kernel k;
       k.metric = {dtype + "_n" + std::to_string(n), dtype + " n=" + std::to_string(n), "TFLOP/s"};
       k.work = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
       k.scale = 1e12;
@@ -53,6 +51,16 @@ std::vector<node::Kernel> matmul_kernels(const ComputeFlags& f, const node::Plac
   }
   return kernels;
 }
+
+}  // namespace ddx::node
+
+namespace ddx::cli {
+namespace {
+
+struct ComputeFlags {
+  std::vector<int64_t> sizes;         // empty: 256,512,1024 on CPU; 4096,8192 on GPU
+  std::vector<std::string> dtypes;    // empty: fp32 on CPU; bf16,fp16,tf32,fp32 on GPU
+};
 
 }  // namespace
 
@@ -75,7 +83,7 @@ Subcommand add_compute_command(CLI::App& probe) {
         if (!where.cuda && std::find(f->dtypes.begin(), f->dtypes.end(), "tf32") != f->dtypes.end()) {
           throw UsageError("--dtypes tf32: TF32 is a GPU tensor-core mode; on CPU use fp32");
         }
-        return matmul_kernels(*f, where);
+        return node::compute_kernels(where, f->sizes, f->dtypes);
       });
 }
 

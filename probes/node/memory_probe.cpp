@@ -10,15 +10,11 @@
 #include "ddx/byte_sizes.h"
 #include "node/rank_probe.h"
 
-namespace ddx::cli {
+namespace ddx::node {
 namespace {
 
-struct MemoryFlags {
-  std::string array_bytes = "64M";  // per array; STREAM asks for 4x the last-level cache
-};
-
-node::Kernel stream_copy(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torch::Tensor> b, const std::string& where) {
-  node::Kernel k;
+Kernel stream_copy(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torch::Tensor> b, const std::string& where) {
+  Kernel k;
   k.metric = {where + "_copy", where + " copy", "GB/s"};
   k.work = 2.0 * static_cast<double>(a->nbytes());
   k.scale = 1e9;
@@ -26,9 +22,9 @@ node::Kernel stream_copy(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torch
   return k;
 }
 
-node::Kernel stream_triad(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torch::Tensor> b,
-                          std::shared_ptr<torch::Tensor> c, const std::string& where) {
-  node::Kernel k;
+Kernel stream_triad(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torch::Tensor> b,
+                    std::shared_ptr<torch::Tensor> c, const std::string& where) {
+  Kernel k;
   k.metric = {where + "_triad", where + " triad", "GB/s"};
   k.work = 3.0 * static_cast<double>(a->nbytes());
   k.scale = 1e9;
@@ -36,8 +32,8 @@ node::Kernel stream_triad(std::shared_ptr<torch::Tensor> a, std::shared_ptr<torc
   return k;
 }
 
-node::Kernel transfer(std::shared_ptr<torch::Tensor> from, std::shared_ptr<torch::Tensor> to, const std::string& name) {
-  node::Kernel k;
+Kernel transfer(std::shared_ptr<torch::Tensor> from, std::shared_ptr<torch::Tensor> to, const std::string& name) {
+  Kernel k;
   k.metric = {name, name == "host_to_device" ? "host->device" : "device->host", "GB/s"};
   k.work = static_cast<double>(from->nbytes());
   k.scale = 1e9;
@@ -45,10 +41,12 @@ node::Kernel transfer(std::shared_ptr<torch::Tensor> from, std::shared_ptr<torch
   return k;
 }
 
-std::vector<node::Kernel> stream_kernels(const MemoryFlags& f, const node::Placement& where) {
-  const int64_t elements = static_cast<int64_t>(ddx::parse_bytes("--array-bytes", f.array_bytes) / sizeof(double));
+}  // namespace
+
+std::vector<Kernel> memory_kernels(const Placement& where, size_t array_bytes) {
+  const int64_t elements = static_cast<int64_t>(array_bytes / sizeof(double));
   auto host = torch::TensorOptions().dtype(torch::kFloat64);
-  std::vector<node::Kernel> kernels;
+  std::vector<Kernel> kernels;
   if (!where.cuda) {
     auto a = std::make_shared<torch::Tensor>(torch::rand({elements}, host));
     auto b = std::make_shared<torch::Tensor>(torch::rand({elements}, host));
@@ -68,6 +66,15 @@ std::vector<node::Kernel> stream_kernels(const MemoryFlags& f, const node::Place
   kernels.push_back(transfer(a, pinned, "device_to_host"));
   return kernels;
 }
+
+}  // namespace ddx::node
+
+namespace ddx::cli {
+namespace {
+
+struct MemoryFlags {
+  std::string array_bytes = "64M";  // per array; STREAM asks for 4x the last-level cache
+};
 
 }  // namespace
 
@@ -89,7 +96,7 @@ Subcommand add_memory_command(CLI::App& probe) {
               }
             });
       },
-      [f](const node::Placement& where) { return stream_kernels(*f, where); });
+      [f](const node::Placement& where) { return node::memory_kernels(where, ddx::parse_bytes("--array-bytes", f->array_bytes)); });
 }
 
 }  // namespace ddx::cli

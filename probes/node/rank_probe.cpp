@@ -35,22 +35,6 @@ void synchronize(const Placement& where) {
   if (where.cuda) torch::cuda::synchronize(where.device_index);
 }
 
-// One trial of one kernel: runs it until min_trial_s has passed (at least once) and returns
-// its rate in the metric's unit.
-double time_trial(const Kernel& k, const Placement& where, double min_trial_s) {
-  synchronize(where);
-  const auto start = Clock::now();
-  int runs = 0;
-  double seconds = 0;
-  do {
-    k.run();
-    ++runs;
-    synchronize(where);
-    seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  } while (seconds < min_trial_s);
-  return k.work * runs / seconds / k.scale;
-}
-
 // What the kernels ran on, by the name the expectations table matches (validate/expectations.h).
 std::string device_name(const Placement& where) {
 #ifdef DDX_WITH_CUDA
@@ -203,6 +187,20 @@ int run_probe(const std::string& name, const ProbeSettings& s,
 }
 
 }  // namespace
+
+double time_trial(const Kernel& k, const Placement& where, double min_trial_s) {
+  synchronize(where);
+  const auto start = Clock::now();
+  int runs = 0;
+  double seconds = 0;
+  do {
+    k.run();
+    ++runs;
+    synchronize(where);
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (seconds < min_trial_s);
+  return k.work * runs / seconds / k.scale;
+}
 
 cli::Subcommand add_rank_probe_command(CLI::App& probe, const std::string& name, const std::string& description,
                                        const std::function<void(CLI::App&)>& add_flags,

@@ -5,6 +5,7 @@
 // before each trial (on CPU the ranks of one host take turns), repeats the trials, gathers the figures on rank 0,
 // names the slow ranks and hosts (rank_judge.h), prints the table and writes the JSON. Exit 1
 // when a rank or host is named. Adding a probe: its kernels plus one add_rank_probe_command.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -36,6 +37,19 @@ struct ProbeSettings {
   std::string json_path;
   double timeout_s = 300;
 };
+
+// One trial of `kernel`: runs it until min_trial_s has passed (at least once, synchronizing a
+// GPU after each run) and returns its rate in the metric's unit. `ddx health` times the kernels
+// below with it.
+double time_trial(const Kernel& kernel, const Placement& where, double min_trial_s);
+
+// The kernels of `ddx probe compute` (compute_probe.cpp): n x n matmuls per dtype; empty sizes
+// or dtypes take that probe's defaults for the placement.
+std::vector<Kernel> compute_kernels(const Placement& where, const std::vector<int64_t>& sizes,
+                                    const std::vector<std::string>& dtypes);
+// The kernels of `ddx probe memory` (memory_probe.cpp): STREAM copy and triad over arrays of
+// `array_bytes`, plus host<->device copies from pinned memory on a GPU.
+std::vector<Kernel> memory_kernels(const Placement& where, size_t array_bytes);
 
 // Registers `ddx probe <name>`. `add_flags` adds the probe's own options to the subcommand;
 // `make_kernels` builds the kernels once the placement is known (after those options are read).

@@ -45,8 +45,10 @@ class SlurmCluster {
  public:
   static constexpr int kCtldPort = 6817, kSlurmdPort = 6818;
 
-  // `dir`: the test's scratch folder (daemon output lands in <dir>/slurm-*.txt).
-  explicit SlurmCluster(std::string dir, SlurmTimeouts timeouts = {}) : dir_(std::move(dir)), timeouts_(timeouts) {
+  // `dir`: the test's scratch folder (daemon output lands in <dir>/slurm-*.txt). `extra_config`:
+  // slurm.conf lines a test adds (HealthCheckProgram, Prolog, ...), appended as given.
+  explicit SlurmCluster(std::string dir, SlurmTimeouts timeouts = {}, std::string extra_config = {})
+      : dir_(std::move(dir)), timeouts_(timeouts), extra_config_(std::move(extra_config)) {
     if (!hosts_->refused().empty()) {
       refused_ = hosts_->refused();
       return;
@@ -60,7 +62,7 @@ class SlurmCluster {
       }
     }
     remove_stale_state();
-    state_ = "/tmp/ddx-slurm-" + std::to_string(::getpid());
+    state_ = state_dir_for_this_process();
     std::filesystem::remove_all(state_);
     for (const char* sub : {"", "/state", "/spool", "/spool/ddx-host-a", "/spool/ddx-host-b", "/log", "/munge"}) {
       std::filesystem::create_directories(state_ + sub);
@@ -117,6 +119,22 @@ class SlurmCluster {
   }
 
   const std::string& conf() const { return conf_; }
+
+  // Where this process's cluster keeps its state and its slurm.conf, known before it starts: the
+  // scripts slurmd runs from its first moment (a HealthCheckProgram) get no SLURM_CONF, and a
+  // test writes it into their configuration first.
+  static std::string state_dir_for_this_process() { return "/tmp/ddx-slurm-" + std::to_string(::getpid()); }
+  static std::string conf_for_this_process() { return state_dir_for_this_process() + "/slurm.conf"; }
+
+  // The pid of host `host`'s slurmd (each wrapper execs the next, so it is the daemon's own):
+  // a test enters its mount namespace, which every script slurmd runs shares, to change what
+  // that host alone sees (a full scratch disk, a kernel log).
+  pid_t slurmd_pid(int host) const {
+    for (size_t d = 0; d < names_.size(); ++d) {
+      if (names_[d].first == "slurmd-" + hosts_->hostname(host)) return daemons_[d]->pid();
+    }
+    return -1;
+  }
 
   // `argv` on the login node (host a) with this cluster's SLURM_CONF, to completion.
   RunResult run(const std::vector<std::string>& argv, std::map<std::string, std::string> env = {},
@@ -205,7 +223,7 @@ class SlurmCluster {
   // One partition over both hosts, each with this machine's CPUs, oversubscribed as a test
   // machine must be; no cgroups, accounting or job completion plugins to set up.
   void write_config() {
-    conf_ = state_ + "/slurm.conf";
+    conf_ = conf_for_this_process();
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     std::ofstream out(conf_);
     out << "ClusterName=ddxtest\n"
@@ -231,7 +249,8 @@ class SlurmCluster {
       out << "NodeName=" << hosts_->hostname(h) << " NodeAddr=" << hosts_->address(h) << " CPUs=" << cpus
           << " State=UNKNOWN\n";
     }
-    out << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE\n";
+    out << "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE\n"
+        << extra_config_;
   }
 
   void start_daemon(int host, const std::string& name, const std::vector<std::string>& argv) {
@@ -244,6 +263,7 @@ class SlurmCluster {
 
   std::string dir_, state_, conf_;
   SlurmTimeouts timeouts_;
+  std::string extra_config_;
   std::unique_ptr<SimulatedHosts> hosts_ = std::make_unique<SimulatedHosts>();
   std::string refused_, failed_;
   std::vector<std::unique_ptr<ChildProcess>> daemons_;

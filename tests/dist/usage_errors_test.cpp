@@ -50,7 +50,7 @@ INSTANTIATE_TEST_SUITE_P(
         // Unknown subcommands (item 4).
         Case{{"trian"},
              "ddx: error: unknown subcommand 'trian'; did you mean 'train'? Subcommands: launch, version, analyze, "
-             "train, parity, compare, checkpoint, doctor, validate, top, probe, fault (see ddx --help)"},
+             "train, parity, compare, checkpoint, doctor, validate, top, health, probe, fault (see ddx --help)"},
         Case{{"probe", "bandwith"},
              "ddx: error: unknown subcommand 'bandwith'; did you mean 'bandwidth'? Subcommands: selfcheck, hang, "
              "bandwidth, buserror, compute, memory, gpu-health (see ddx probe --help)"},

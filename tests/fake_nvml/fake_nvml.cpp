@@ -7,15 +7,22 @@
 // FAKE_NVML_SCENARIO:
 //   healthy      every GPU fine (idle, gen 5 x16, 18 NVLinks up, 40 C, 700 W limit; 3 corrected
 //                ECC errors since the driver loaded and 12 over its lifetime, no uncorrected;
-//                1 row remapped after a corrected error)
+//                1 row remapped after a corrected error; 2 pages retired after single-bit errors,
+//                none after double-bit ones, none pending; 3 PCIe replays)
 //   faults       a different case on each GPU:
 //                GPU 0  0 uncorrected ECC errors since the driver loaded, 4 over its lifetime
 //                       (WARN), and 84 C with slowdown at 87 C (WARN; shutdown at 92, the GPU's
 //                       max operating temperature 83: a reader of the wrong threshold gets PASS
-//                       or FAIL)
-//                GPU 1  held down by hardware slowdown (FAIL) and a row remapping pending (WARN)
-//                GPU 2  PCIe link at x8 of x16 (FAIL) and NVLink 7 of its 18 down (FAIL)
-//                GPU 3  2 uncorrected ECC errors since the driver loaded, 6 over its lifetime (FAIL)
+//                       or FAIL); 50 pages retired after single-bit and 16 after double-bit
+//                       errors (66: ddx health CRITICAL)
+//                GPU 1  held down by hardware slowdown (FAIL) and a row remapping pending (WARN);
+//                       a page retirement pending (ddx health WARN)
+//                GPU 2  PCIe link at x8 of x16 (FAIL) and NVLink 7 of its 18 down (FAIL);
+//                       3,000,000,000 PCIe replays (ddx health WARN at any uptime below 700 years)
+//                GPU 3  2 uncorrected ECC errors since the driver loaded, 6 over its lifetime (FAIL);
+//                       1 page retired after a single-bit and 16 after double-bit errors (ddx
+//                       health WARN: a reader of the swapped causes gets 16 single-bit, OK)
+//                (`ddx probe gpu-health` reads no retired pages or replays: its rows stay as above.)
 //   init-fails   nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9)
 // Built as a shared library and loaded through DDX_NVML_LIBRARY, exactly as the real one.
 #include <cstdint>
@@ -26,7 +33,7 @@
 
 namespace {
 
-constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kDriverNotLoaded = 9;
+constexpr int kSuccess = 0, kInvalidArgument = 2, kNotSupported = 3, kInsufficientSize = 7, kDriverNotLoaded = 9;
 constexpr unsigned kGpus = 4, kNvlinks = 18;
 
 std::string scenario() {
@@ -44,20 +51,33 @@ struct Planted {
   unsigned remapped[4];          // corrected rows, uncorrected rows, pending, failure occurred
   int nvlink_down;               // a link that is down, or -1
   unsigned temperature;          // NVML_TEMPERATURE_GPU (sensor 0)
+  unsigned retired[2];           // pages retired per nvmlPageRetirementCause_t: 0 two single-bit, 1 double-bit
+  int retirement_pending;        // nvmlEnableState_t
+  unsigned pcie_replays;
 };
 
 Planted planted(unsigned gpu) {
-  Planted p{{{3, 12}, {0, 0}}, {1, 0, 0, 0}, -1, 40};
+  Planted p{{{3, 12}, {0, 0}}, {1, 0, 0, 0}, -1, 40, {2, 0}, 0, 3};
   if (!faults()) return p;
   if (gpu == 0) {
     p.ecc[1][1] = 4;
     p.temperature = 84;
+    p.retired[0] = 50;
+    p.retired[1] = 16;
   }
-  if (gpu == 1) p.remapped[2] = 1;
-  if (gpu == 2) p.nvlink_down = 7;
+  if (gpu == 1) {
+    p.remapped[2] = 1;
+    p.retirement_pending = 1;
+  }
+  if (gpu == 2) {
+    p.nvlink_down = 7;
+    p.pcie_replays = 3000000000u;
+  }
   if (gpu == 3) {
     p.ecc[1][0] = 2;
     p.ecc[1][1] = 6;
+    p.retired[0] = 1;
+    p.retired[1] = 16;
   }
   return p;
 }
@@ -164,6 +184,30 @@ int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
 }
 int nvmlDeviceGetPowerManagementDefaultLimit(void*, unsigned* mw) {
   *mw = 700000;
+  return kSuccess;
+}
+
+// (device, nvmlPageRetirementCause_t, count in/out, addresses): as NVML, a count too small for
+// the pages (0 with no buffer: the question "how many?") is answered with the count and
+// NVML_ERROR_INSUFFICIENT_SIZE.
+int nvmlDeviceGetRetiredPages(void* d, int cause, unsigned* count, unsigned long long* addresses) {
+  if (cause < 0 || cause > 1 || !count) return kInvalidArgument;
+  const unsigned pages = planted(index_of(d)).retired[cause];
+  if (*count < pages || !addresses) {
+    const bool enough = *count >= pages;
+    *count = pages;
+    return enough ? kSuccess : kInsufficientSize;
+  }
+  for (unsigned i = 0; i < pages; ++i) addresses[i] = 0x1000ULL * (i + 1);
+  *count = pages;
+  return kSuccess;
+}
+int nvmlDeviceGetRetiredPagesPendingStatus(void* d, int* pending) {
+  *pending = planted(index_of(d)).retirement_pending;
+  return kSuccess;
+}
+int nvmlDeviceGetPcieReplayCounter(void* d, unsigned* replays) {
+  *replays = planted(index_of(d)).pcie_replays;
   return kSuccess;
 }
 

@@ -3,10 +3,11 @@
 // it, so one binary runs on machines without a driver (whoever asked says why not). Only the
 // documented C entry points ddx reads are declared (NVML API reference); their types are the
 // API's plain integers, handles and small structs, so no nvml.h is needed to build. Users:
-// `ddx top` (utilisation, memory, power, processes) and `ddx probe gpu-health` (ECC, remapping,
-// throttling, PCIe, NVLink, temperature, power). An entry point an older driver lacks is null,
-// and its reader says so; only the core ones are required. DDX_NVML_LIBRARY names another
-// library file (a driver outside the loader's path, or the tests' fake NVML).
+// `ddx top` (utilisation, memory, power, processes), `ddx probe gpu-health` (ECC, remapping,
+// throttling, PCIe, NVLink, temperature, power) and `ddx health` (also retired pages and PCIe
+// replays). An entry point an older driver lacks is null, and its reader says so; only the core
+// ones are required. DDX_NVML_LIBRARY names another library file (a driver outside the loader's
+// path, or the tests' fake NVML).
 #include <memory>
 #include <string>
 
@@ -60,7 +61,15 @@ struct NvmlApi {
   nvmlReturn (*power_usage)(nvmlDevice, unsigned int*);          // nvmlDeviceGetPowerUsage (mW)
   nvmlReturn (*power_limit)(nvmlDevice, unsigned int*);          // nvmlDeviceGetEnforcedPowerLimit (mW)
   nvmlReturn (*power_default_limit)(nvmlDevice, unsigned int*);  // nvmlDeviceGetPowerManagementDefaultLimit
+  // (device, cause, count in/out, addresses): count 0 and no buffer asks how many pages were retired
+  // for `cause` (kNvmlRetiredPagesSingleBit / ...DoubleBit); NVML_ERROR_INSUFFICIENT_SIZE when some were.
+  nvmlReturn (*retired_pages)(nvmlDevice, int, unsigned int*, unsigned long long*);  // nvmlDeviceGetRetiredPages
+  nvmlReturn (*retired_pages_pending)(nvmlDevice, int*);         // ...RetiredPagesPendingStatus (1 pending)
+  nvmlReturn (*pcie_replay_counter)(nvmlDevice, unsigned int*);  // nvmlDeviceGetPcieReplayCounter
 };
+
+// nvmlPageRetirementCause_t: pages retired after two single-bit errors at one address, or one double-bit error.
+constexpr int kNvmlRetiredPagesSingleBit = 0, kNvmlRetiredPagesDoubleBit = 1;
 
 // Clock event (throttle) reasons, nvmlClocksEventReason*.
 constexpr unsigned long long kClocksIdle = 0x1, kClocksAppSetting = 0x2, kClocksSwPowerCap = 0x4,

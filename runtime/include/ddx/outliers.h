@@ -28,6 +28,11 @@ double median(std::vector<double> values);
 // The median absolute deviation from the median (unscaled); 0 for none.
 double median_absolute_deviation(const std::vector<double>& values);
 
+// The value below which an entry is low against a reference median and its (unscaled) MAD:
+// reference - max(margin x reference, mad_factor x 1.4826 x MAD). low_outliers() uses it
+// against each entry's peers; `ddx health` against a saved baseline's median and MAD.
+double low_threshold(double reference, double mad, const OutlierRule& rule);
+
 // Entries of `values` (higher is better) below their peers: value < peer_median - max(margin x
 // peer_median, mad_factor x 1.4826 x MAD(peers)), where 1.4826 x MAD estimates a standard
 // deviation. Needs two entries or more; in index order.

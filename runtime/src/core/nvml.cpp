@@ -78,6 +78,9 @@ std::unique_ptr<Nvml> Nvml::load(std::string& why) {
   bind(lib, a.power_usage, {"nvmlDeviceGetPowerUsage"});
   bind(lib, a.power_limit, {"nvmlDeviceGetEnforcedPowerLimit"});
   bind(lib, a.power_default_limit, {"nvmlDeviceGetPowerManagementDefaultLimit"});
+  bind(lib, a.retired_pages, {"nvmlDeviceGetRetiredPages"});
+  bind(lib, a.retired_pages_pending, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  bind(lib, a.pcie_replay_counter, {"nvmlDeviceGetPcieReplayCounter"});
   if (const nvmlReturn r = a.init(); r != kNvmlSuccess) {
     why = "nvmlInit failed: " + nvml->error(r) + " (is the driver loaded? nvidia-smi says more)";
     a.shutdown = nullptr;

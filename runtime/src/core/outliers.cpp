@@ -20,11 +20,15 @@ double median_absolute_deviation(const std::vector<double>& values) {
   return median(deviations);
 }
 
+double low_threshold(double reference, double mad, const OutlierRule& rule) {
+  // 1.4826 x MAD is the standard deviation of a normal distribution with that MAD.
+  constexpr double kMadToSigma = 1.4826;
+  return reference - std::max(rule.margin * reference, rule.mad_factor * kMadToSigma * mad);
+}
+
 std::vector<Outlier> low_outliers(const std::vector<double>& values, const OutlierRule& rule) {
   std::vector<Outlier> found;
   if (values.size() < 2) return found;
-  // 1.4826 x MAD is the standard deviation of a normal distribution with that MAD.
-  constexpr double kMadToSigma = 1.4826;
   for (size_t i = 0; i < values.size(); ++i) {
     std::vector<double> peers;
     peers.reserve(values.size() - 1);
@@ -32,8 +36,7 @@ std::vector<Outlier> low_outliers(const std::vector<double>& values, const Outli
       if (j != i) peers.push_back(values[j]);
     }
     const double m = median(peers);
-    const double allowance = std::max(rule.margin * m, rule.mad_factor * kMadToSigma * median_absolute_deviation(peers));
-    const double threshold = m - allowance;
+    const double threshold = low_threshold(m, median_absolute_deviation(peers), rule);
     if (m > 0 && values[i] < threshold) found.push_back({i, values[i], m, threshold});
   }
   return found;
