@@ -48,7 +48,9 @@ ddx_health_run() {
   # A bad level is ddx's to refuse: one line and exit 3, which changes nothing.
   local args=(health --level "${!level_setting}" "$@" --node "$node")
   [[ -n $DDX_HEALTH_PROMETHEUS ]] && args+=(--prometheus "$DDX_HEALTH_PROMETHEUS")
-  [[ -n $DDX_HEALTH_JSON ]] && args+=(--json "${DDX_HEALTH_JSON//%n/$node}")
+  # %n the node, %l the level: a level-1 Prolog must not overwrite the health check's level-2 figures.
+  local json="${DDX_HEALTH_JSON//%n/$node}"
+  [[ -n $json ]] && args+=(--json "${json//%l/${!level_setting}}")
   # One run at a time on a node: slurmd starts a health check every interval whether the last one
   # ended or not, and a Prolog may start during one. A caller that must not wait (the health
   # check) sets ddx_health_lock_wait=0 and is skipped as UNKNOWN; the others wait their turn.

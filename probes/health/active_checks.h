@@ -18,6 +18,7 @@ struct ActiveOptions {
   std::vector<std::string> paths;   // storage test: one file written, fsynced and removed in each
   double storage_mib = 256;
   double burn_in_s = 300;           // level 3
+  int nvml_gpus = 0;                // GPUs level 1 found through NVML: `auto` must test them, not the CPU
 };
 
 // Every level-2 (and level-3) row. Figures go into Check::metrics (judged = true for rates);

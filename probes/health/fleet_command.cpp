@@ -49,6 +49,14 @@ int run_fleet(const FleetFlags& flags) {
   if (input.reports.empty()) return nothing_readable(input, flags.paths);
   const health::FleetView view = health::judge_fleet(input, baseline.get(), flags.baseline);
 
+  // Written even when empty: an empty list says that nothing is to be drained now. Written
+  // before anything can stop the run, so that no earlier run's list is left to be acted on.
+  if (!flags.drain_list.empty()) write_file_atomically(flags.drain_list, health::fleet_drain_list(view));
+  if (!flags.markdown.empty()) write_file_atomically(flags.markdown, health::fleet_markdown(view));
+  if (!flags.html.empty()) write_file_atomically(flags.html, health::fleet_html(view));
+  if (!flags.json.empty()) write_file_atomically(flags.json, health::fleet_to_json(view).dump(2) + "\n");
+
+  bool baseline_refused = false;
   if (!flags.save_baseline.empty()) {
     // A fleet's baseline counts each node once (its newest run). Reports of one node only are
     // that node's history: its own baseline is built from all its runs.
@@ -56,26 +64,27 @@ int run_fleet(const FleetFlags& flags) {
     const std::vector<health::Report>& from = own ? input.every_report : input.reports;
     const health::Baseline built = health::build_baseline(from);
     if (built.models.empty()) {
-      // An empty baseline would judge nothing and look like a pass: nothing is written.
-      std::printf("ddx health fleet: UNKNOWN: no baseline written: none of the %zu reports has a judged figure (level 1 "
-                  "measures none, and a run on a busy node judges none: see its \"other load\" row)\n",
-                  from.size());
-      return static_cast<int>(health::State::Unknown);
-    }
-    write_file_atomically(flags.save_baseline, health::baseline_to_json(built).dump(2) + "\n");
-    if (own) {
-      std::printf("baseline: %s's own %zu runs, written to %s\n", input.reports.front().host.c_str(), from.size(),
-                  flags.save_baseline.c_str());
+      // An empty baseline would judge nothing and look like a pass: none is written.
+      baseline_refused = true;
     } else {
-      std::printf("baseline: the newest run of each of %zu nodes, written to %s\n", from.size(), flags.save_baseline.c_str());
+      write_file_atomically(flags.save_baseline, health::baseline_to_json(built).dump(2) + "\n");
+      if (own) {
+        std::printf("baseline: %s's own %zu runs, written to %s\n", input.reports.front().host.c_str(), from.size(),
+                    flags.save_baseline.c_str());
+      } else {
+        std::printf("baseline: the newest run of each of %zu nodes, written to %s\n", from.size(),
+                    flags.save_baseline.c_str());
+      }
     }
   }
-  // Written even when empty: an empty list says that nothing is to be drained now.
-  if (!flags.drain_list.empty()) write_file_atomically(flags.drain_list, health::fleet_drain_list(view));
-  if (!flags.markdown.empty()) write_file_atomically(flags.markdown, health::fleet_markdown(view));
-  if (!flags.html.empty()) write_file_atomically(flags.html, health::fleet_html(view));
-  if (!flags.json.empty()) write_file_atomically(flags.json, health::fleet_to_json(view).dump(2) + "\n");
   std::fputs(health::format_fleet_console(view).c_str(), stdout);
+  if (baseline_refused) {
+    std::printf("ddx health fleet: UNKNOWN: no baseline written to %s: none of the reports has a judged figure (level "
+                "1 measures none, and a run on a busy node judges none: see its \"other load\" row)\n",
+                flags.save_baseline.c_str());
+    std::fflush(stdout);
+    return static_cast<int>(health::State::Unknown);
+  }
   std::fflush(stdout);
   return health::fleet_exit_code(view);
 }

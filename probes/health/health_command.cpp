@@ -46,6 +46,7 @@ struct HealthFlags {
   std::string json_path, prometheus_path, baseline_path;
   bool slurm_drain = false, slurm_resume = false;
   std::string node;
+  bool node_given = false;
   double storage_mib = 256;
   double burn_in_s = 300;
 };
@@ -85,8 +86,9 @@ void add_checks(std::vector<Check>& rows, const std::string& what, const std::fu
 void check_flags(const HealthFlags& flags) {
   check_output_file("--json", flags.json_path);
   check_output_file("--prometheus", flags.prometheus_path);
-  if (!flags.node.empty() && !flags.slurm_drain && !flags.slurm_resume) {
-    throw UsageError("--node " + flags.node + " names the node for --slurm-drain or --slurm-resume; give one of them");
+  // The name the report, the fleet view and scontrol use: a SLURM node name has no spaces.
+  if (flags.node_given && (flags.node.empty() || flags.node.find_first_of(" \t\n\"'") != std::string::npos)) {
+    throw UsageError("--node '" + flags.node + "' is not a node name (one word, as sinfo -N lists it)");
   }
   for (const auto& p : flags.paths) {
     if (p.empty()) throw UsageError("--path: an empty path");
@@ -116,6 +118,11 @@ Report run_checks(const HealthFlags& flags, const health::Baseline* baseline) {
     active.paths = flags.paths;
     active.storage_mib = flags.storage_mib;
     active.burn_in_s = flags.burn_in_s;
+    for (const Check& c : report.checks) {
+      for (const health::Metric& m : c.metrics) {
+        if (m.name == "ddx_health_gpus") active.nvml_gpus = static_cast<int>(m.value);
+      }
+    }
     const auto before = health::read_cpu_ticks();
     std::vector<Check> measured;
     add_checks(measured, "level " + std::to_string(flags.level), [&] { return health::active_checks(active); });
@@ -222,7 +229,13 @@ Subcommand add_health_command(CLI::App& app) {
   cmd->add_option("--baseline", flags->baseline_path, "Judge the figures against this baseline (ddx health fleet --save-baseline)");
   cmd->add_flag("--slurm-drain", flags->slurm_drain, "On CRITICAL, drain this node with reason \"ddx: ...\" (scontrol)");
   cmd->add_flag("--slurm-resume", flags->slurm_resume, "On OK or WARN, resume this node if ddx drained it");
-  cmd->add_option("--node", flags->node, "The SLURM node name (default: SLURMD_NODENAME, else the short hostname)");
+  cmd->add_option_function<std::string>(
+      "--node",
+      [flags](const std::string& name) {
+        flags->node = name;
+        flags->node_given = true;
+      },
+      "This node's name in the report and for scontrol (default: SLURMD_NODENAME, else the short hostname)");
   cmd->add_option("--storage-mib", flags->storage_mib, "Levels 2-3: MiB written and fsynced in each --path")
       ->check(CLI::Range(1.0, 1048576.0))
       ->capture_default_str();

@@ -1,5 +1,8 @@
 #include "health/storage_check.h"
 
+#include <dirent.h>
+#include <signal.h>
+
 #include <fcntl.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -106,11 +109,29 @@ std::string host_name() {
   return buf;
 }
 
+// Test files of this host's earlier runs that were killed before they could remove theirs (the
+// example scripts' timeout kills a run): their process is gone, so they are only taking space.
+void remove_files_of_killed_runs(const std::string& path) {
+  const std::string prefix = ".ddx-health-" + host_name() + "-";
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 5 || name.substr(name.size() - 4) != ".tmp") continue;
+    const std::string pid_text = name.substr(prefix.size(), name.size() - 4 - prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::atol(pid_text.c_str());
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) ::unlink((path + "/" + name).c_str());
+  }
+  ::closedir(dir);
+}
+
 }  // namespace
 
 Check storage_check(const std::string& path, double mib, const std::function<void(const std::string&)>& after_sync) {
   Check c;
   c.name = "storage " + path;
+  remove_files_of_killed_runs(path);  // before the free space is judged: they are ddx's own
   const size_t bytes = std::max<size_t>(kBlock, static_cast<size_t>(std::llround(mib * kMiB)) / kBlock * kBlock);
   struct statvfs fs {};
   if (::statvfs(path.c_str(), &fs) != 0) return critical(c, path, "cannot look at " + path + ": " + errno_text(), "unreachable");

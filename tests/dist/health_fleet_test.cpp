@@ -256,11 +256,17 @@ TEST_F(HealthFleet, NoJudgedFigureMakesNoBaseline) {
     }
     write_report(reports_ + "/" + node + ".json", busy);
   }
-  const RunResult r = fleet({reports_, "--save-baseline", dir_ + "/baseline.json"});
+  // An earlier run's drain list: the view is still judged and its list written over it.
+  std::ofstream(dir_ + "/drain.txt") << "node-e ddx: an earlier run's reason\n";
+  const RunResult r = fleet({reports_, "--save-baseline", dir_ + "/baseline.json", "--drain-list", dir_ + "/drain.txt"});
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_EQ(r.output, "ddx health fleet: UNKNOWN: no baseline written: none of the 6 reports has a judged figure (level 1 "
-                      "measures none, and a run on a busy node judges none: see its \"other load\" row)\n");
+  EXPECT_EQ(last_line(r.output), "ddx health fleet: UNKNOWN: no baseline written to " + dir_ +
+                                     "/baseline.json: none of the reports has a judged figure (level 1 measures none, "
+                                     "and a run on a busy node judges none: see its \"other load\" row)");
+  EXPECT_TRUE(has(r.output, "ddx health fleet: WARN: 6 nodes: 0 OK, 6 WARN, 0 CRITICAL, 0 UNKNOWN; nothing to drain\n"))
+      << r.output;
   EXPECT_FALSE(fs::exists(dir_ + "/baseline.json"));
+  EXPECT_EQ(read_file(dir_ + "/drain.txt"), "");
 }
 
 TEST_F(HealthFleet, OutputsThatCannotBeWrittenAreRefusedBeforeAnything) {

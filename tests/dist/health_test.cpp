@@ -6,6 +6,9 @@
 // --slurm-resume through a fake scontrol print their line and put it in the JSON, and a SLURM
 // that cannot be asked makes a healthy run UNKNOWN.
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +27,7 @@ namespace ddx::testing {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 bool has(const std::string& output, const std::string& text) { return output.find(text) != std::string::npos; }
 
@@ -98,6 +102,31 @@ TEST(Health, JsonAndPrometheusAreWrittenAndReadBack) {
   EXPECT_EQ(named(samples, "ddx_health_path_free_bytes").size(), 1u);
 }
 
+// NVML lists four GPUs (the fake) and CUDA sees none (this machine has no GPU): level 2 must not
+// pass on the CPU as if the node had none. UNKNOWN, saying why; no CPU figure filed under the
+// GPU model. --node names the report's host on its own.
+TEST(Health, GpusThatCudaCannotSeeAreUnknownNotTestedOnTheCpu) {
+  const std::string dir = scratch_dir("health", "gpus-cuda-cannot-see");
+  if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr && fs::exists("/dev/nvidia0")) GTEST_SKIP() << "a real GPU is here";
+  const RunResult r = health(dir, {"--level", "2", "--node", "node-g", "--json", dir + "/h.json"}, fake_nvml("healthy"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  const json j = read_json(dir + "/h.json");
+  EXPECT_EQ(j["host"], "node-g");
+  bool found = false;
+  for (const json& c : j["checks"]) {
+    const std::string name = c.value("name", "");
+    EXPECT_NE(name.rfind("gemm ", 0), 0u) << "a GEMM ran on the CPU: " << name;
+    EXPECT_NE(name.rfind("compute ", 0), 0u) << name;
+    if (name != "gpus for kernels") continue;
+    found = true;
+    EXPECT_EQ(c.value("state", ""), "UNKNOWN");
+    EXPECT_EQ(c.value("value", "").rfind("4 GPUs listed by NVML, none visible to CUDA (CUDA_VISIBLE_DEVICES ", 0), 0u)
+        << c.dump();
+  }
+  EXPECT_TRUE(found) << r.output;
+  EXPECT_TRUE(has(last_line(r.output), "ddx health: UNKNOWN on node-g (level 2, ")) << r.output;
+}
+
 TEST(Health, FakeNvmlFaultsAreCriticalWithADrainReasonNamingTheGpu) {
   const std::string dir = scratch_dir("health", "nvml-faults");
   const RunResult r = health(dir, {"--json", dir + "/h.json"}, fake_nvml("faults"));
@@ -131,7 +160,7 @@ TEST(Health, BadInputIsOneLineNamingTheFlagAndExitsUnknownNotCritical) {
       {{"--level", "4"}, "--level"},
       {{"--device", "tpu"}, "--device"},
       {{"--local-ranks", "-1"}, "--local-ranks"},
-      {{"--node", "n1"}, "--node"},
+      {{"--node", "node one"}, "--node"},
       {{"--json", dir}, "--json"},
       {{"--prometheus", not_json + "/x.prom"}, "--prometheus"},
       {{"--baseline", not_json}, "--baseline"},

@@ -55,10 +55,10 @@ for state in 0 1 2 3; do
 done
 grep -qx -- "health --level 1 --slurm-drain --slurm-resume --node node-b" "$work/calls" ||
   fail "health check arguments: $(head -n 1 "$work/calls")"
-configure "DDX_HEALTH_LEVEL=2" "DDX_HEALTH_ARGS='--path /scratch'"
+configure "DDX_HEALTH_LEVEL=2" "DDX_HEALTH_ARGS='--path /scratch'" "DDX_HEALTH_JSON=$work/%n-level%l.json"
 FAKE_RC=0 run ddx-health-check.sh
-grep -qx -- "health --level 2 --slurm-drain --slurm-resume --node node-b --path /scratch" "$work/calls" ||
-  fail "level 2 arguments: $(cat "$work/calls")"
+grep -qx -- "health --level 2 --slurm-drain --slurm-resume --node node-b --json $work/node-b-level2.json --path /scratch" \
+  "$work/calls" || fail "level 2 arguments: $(cat "$work/calls")"
 
 # Prolog and Epilog: drain on CRITICAL and fail (SLURM requeues the job); everything else lets it run.
 configure

@@ -5,6 +5,9 @@
 // sysfs tree, NVML facts of a GPU before and after). The kernels' side runs in
 // tests/dist/health_active_test.cpp.
 #include <gtest/gtest.h>
+#include <filesystem>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -44,6 +47,28 @@ const Metric* metric_named(const Check& c, const std::string& name) {
 }
 
 // --- storage ---
+
+// A run killed mid-test (the example scripts' timeout) leaves its file behind; the next run
+// removes the files of this host's runs whose process is gone, and nothing else.
+TEST(HealthStorage, FilesOfKilledRunsAreRemovedAndOthersKept) {
+  const std::string dir = fresh_folder("killed");
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);  // a pid whose process is gone
+  const std::string killed = dir + "/.ddx-health-" + host + "-" + std::to_string(dead) + ".tmp";
+  const std::string alive = dir + "/.ddx-health-" + host + "-1.tmp";                 // pid 1 runs
+  const std::string other_host = dir + "/.ddx-health-another-host-" + std::to_string(dead) + ".tmp";
+  const std::string not_ours = dir + "/.ddx-health-" + host + "-notapid.tmp";
+  for (const std::string& f : {killed, alive, other_host, not_ours}) std::ofstream(f) << std::string(4096, 'x');
+  const Check c = storage_check(dir, 1);
+  EXPECT_EQ(c.state, State::Ok) << c.value;
+  EXPECT_FALSE(std::filesystem::exists(killed));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(other_host));  // shared scratch: another host's run may be going
+  EXPECT_TRUE(std::filesystem::exists(not_ours));
+}
 
 TEST(HealthStorage, WritesSyncsVerifiesAndGivesAFigure) {
   const std::string dir = fresh_folder("ok");

@@ -3,6 +3,10 @@
 // test of each path; level 3 then the links between the GPUs and the burn-in.
 #include "health/active_checks.h"
 
+#include <torch/cuda.h>
+
+#include <cstdlib>
+
 #include "ddx/errors.h"
 #include "ddx/run_process.h"
 #include "health/local_collectives.h"
@@ -78,6 +82,22 @@ std::vector<Check> storage_rows(const ActiveOptions& o) {
 
 std::vector<Check> active_checks(const ActiveOptions& o) {
   if (o.level != 2 && o.level != 3) throw UsageError("--level " + std::to_string(o.level) + ": active checks are levels 2 and 3");
+  // A GPU node whose GPUs CUDA cannot see (a driver or runtime that does not load, an empty
+  // CUDA_VISIBLE_DEVICES) must not pass on its CPU: no GPU was tested, and CPU figures filed
+  // under the GPU model would spoil its baseline. ddx could not check: UNKNOWN.
+  if (o.device == "auto" && o.nvml_gpus > 0 && !torch::cuda::is_available()) {
+    Check c;
+    c.name = "gpus for kernels";
+    c.state = State::Unknown;
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    c.value = std::to_string(o.nvml_gpus) + " GPUs listed by NVML, none visible to CUDA (CUDA_VISIBLE_DEVICES " +
+              (visible ? "'" + std::string(visible) + "'" : std::string("unset")) + "): no GPU was tested";
+    c.remediation = "run nvidia-smi and ddx health --level 2 --device cuda for CUDA's own error (driver and runtime "
+                    "versions, CUDA_VISIBLE_DEVICES, a GPU in use by another container)";
+    std::vector<Check> rows{c};
+    run_stage(rows, "storage", [&]() { return storage_rows(o); });
+    return rows;
+  }
   const std::vector<GemmDevice> devices = gemm_devices(o.device);
   check_gemm_fault(devices);
   KnownAnswers answers;
