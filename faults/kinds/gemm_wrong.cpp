@@ -11,7 +11,9 @@ namespace {
 
 class GemmWrong : public Kind {
   std::string name() const override { return "gemm-wrong"; }
-  std::string category() const override { return "compute"; }
+  // A test switch of `ddx health`, like clock-skew for the doctor: it changes what a check reads,
+  // not a training job, so the fault matrix has no row for it.
+  std::string category() const override { return "test"; }
   std::string summary() const override {
     return "ddx health's known-answer GEMM on device=cpu|gpuN (every device) in dtype=fp32|tf32|fp16|bf16|fp64 "
            "(fp32) gets element row=R,col=C (0,0) off by one";
