@@ -24,7 +24,10 @@ void write_file_atomically(const std::string& path, const std::string& content) 
     fs::create_directories(target.parent_path(), ec);
     if (ec) throw std::runtime_error("cannot create folder " + target.parent_path().string() + ": " + ec.message());
   }
-  std::string tmp = path + ".tmp.XXXXXX";
+  // A hidden name beside the target: a reader that globs the folder by prefix (torchfrtrace
+  // reads every "nccl_trace_rank_*" and takes the rest for a rank number) never meets a file a
+  // process was killed in the middle of writing.
+  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   int fd = mkstemp(tmp.data());
   if (fd < 0) fail("create a temporary file for", path);
   const char* p = content.data();
