@@ -96,6 +96,11 @@ WorkerGroup WorkerGroup::spawn(const LaunchOptions& options, const EnvMap& launc
     std::string rank_dir = attempt_dir + "/rank_" + std::to_string(worker.slot.rank);
     std::filesystem::create_directories(rank_dir);
     worker.slot.error_file = rank_dir + "/error.json";
+    // A reused --log-dir holds the error file of an earlier run's rank in this same folder, and
+    // this attempt's verdict and failure table must come from this attempt's workers only (its
+    // stdout and stderr logs are started afresh too).
+    std::error_code stale;
+    std::filesystem::remove(worker.slot.error_file, stale);
     if (with_logs) worker.log_dir = rank_dir;
 
     ExecArgs args(options.command, worker_env(launcher_env, options, worker.slot));

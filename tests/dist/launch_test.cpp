@@ -399,6 +399,25 @@ TEST_F(LaunchTest, AVerdictIsNotRestarted) {
   EXPECT_EQ(output_.find("restarting"), std::string::npos) << output_;
 }
 
+// A --log-dir used again: the earlier run's verdict in attempt_0/rank_N/error.json must not be
+// read as this run's answer when this run's workers fail without writing one.
+TEST_F(LaunchTest, AnEarlierRunsVerdictInTheSameLogDirIsNotThisRunsAnswer) {
+  const std::string logs = path("logs");
+  const int first = run({"-np", "2", "--log-dir", logs}, {"--verdict", "1", "compute: SLOW: rank 1 (earlier run)"});
+  EXPECT_EQ(exit_code(first), 1) << output_;
+  ddx::testing::expect_launch_reported_verdict(output_, 2, 1, "compute: SLOW: rank 1 (earlier run)\n");
+  ChildProcess ddx({DDX_BIN, "launch", "-np", "2", "--log-dir", logs, "--", "/bin/sh", "-c", "echo plain failure >&2; exit 1"},
+                   {{"TMPDIR", dir_.string()}}, path("output2.txt"));
+  const auto status = ddx.wait(60s);
+  output_ = ddx.output();
+  ASSERT_TRUE(status.has_value()) << output_;
+  EXPECT_EQ(exit_code(*status), 1) << output_;
+  expect_output_has("ddx launch: worker group failed (attempt 1 of 1)");
+  EXPECT_EQ(output_.find("the job reported a verdict"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find("earlier run"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find(" verdict\n"), std::string::npos) << output_;
+}
+
 // A rank that crashes while the others report a verdict is the root cause, whoever exited first:
 // the verdict ranks are marked as such, never blamed.
 TEST_F(LaunchTest, ACrashBesideAVerdictIsTheRootCause) {
