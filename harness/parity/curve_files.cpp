@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "ddx/errors.h"
@@ -127,6 +128,19 @@ CurveFile read_curve_file(const CurveSource& s) {
   CurveFile curve = format == "csv" ? read_csv(s, in) : read_jsonl(s, in);
   if (curve.points.empty()) {
     throw UsageError(s.path + ": no values under '" + s.key + "' (read as " + format + "; pick the field with --key)");
+  }
+  // Curves are matched step by step: a step that comes twice (a field that is not a step, such
+  // as an epoch, or a resumed run's records appended again) has no single value to compare.
+  if (!curve.steps_are_rows) {
+    std::map<int64_t, size_t> first_at;
+    for (size_t i = 0; i < curve.points.size(); ++i) {
+      const auto [it, inserted] = first_at.emplace(curve.points[i].step, i);
+      if (!inserted) {
+        throw UsageError(s.path + ": step " + std::to_string(curve.points[i].step) + " under '" + s.step_key +
+                         "' comes twice (values " + std::to_string(it->second + 1) + " and " + std::to_string(i + 1) +
+                         "): a step key must name each record once; pick the field with --step-key");
+      }
+    }
   }
   return curve;
 }

@@ -228,6 +228,20 @@ TEST_F(CompareSteps, ACurveThatStopsEarlyDiffersUnlessAllowed) {
       << wrong.output;
 }
 
+// A field whose values repeat (an epoch, a resumed run's records appended again) does not name
+// steps: one line naming the file, the key, the step and where it repeats; exit 2, nothing written.
+TEST_F(CompareSteps, AStepKeyWhoseValuesRepeatIsOneLineNamingIt) {
+  write(dir_ + "/epochs.jsonl", "{\"step\":1,\"epoch\":0,\"loss\":10.0}\n{\"step\":2,\"epoch\":0,\"loss\":9.5}\n");
+  RunResult r = run_in(dir_, {DDX_BIN, "compare", dir_ + "/epochs.jsonl", dir_ + "/epochs.jsonl", "--step-key", "epoch",
+                              "--plot", dir_ + "/e.svg"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "ddx: error: " + dir_ + "/epochs.jsonl: step 0 under 'epoch' comes twice (values 1 and 2): a step "
+                      "key must name each record once; pick the field with --step-key\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/e.svg"));
+  // The same file by its real steps agrees with itself.
+  EXPECT_EQ(run_in(dir_, {DDX_BIN, "compare", dir_ + "/epochs.jsonl", dir_ + "/epochs.jsonl"}, {}, 30).exit_code, 0);
+}
+
 // A step key the user names must be in the file: a name that matches nothing is one line naming
 // the key and the file, exit 2, nothing written; not a silent fall back to row numbers.
 TEST_F(CompareSteps, AStepKeyThatMatchesNothingIsOneLineNamingIt) {
