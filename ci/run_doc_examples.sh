@@ -40,6 +40,28 @@ cheap	ddx launch -np 2 -- ddx probe compute
 cheap	ddx launch -np 2 -- sh -c 'echo "report of rank $RANK"; echo "note from rank $RANK" >&2'
 skip a cgroup named slow with a CPU quota (NodeProbes.ARankUnderACpuQuotaIsNamedByComputeAndMemory makes one and runs this)	ddx launch -np 2 -- sh -c 'if [ "$RANK" = 1 ]; then echo $$ > /sys/fs/cgroup/cpu/slow/cgroup.procs; fi; exec "$@"' sh ddx probe compute --sizes 256,512
 skip two hosts (MultiNode.ComputeAndMemoryNameAHostUnderACpuQuotaAsAHost runs it on simulated hosts)	ddx launch --nnodes 2 --node-rank {0,1} ... -np 2 -- ddx probe memory --array-bytes 16M
+skip exits with this machine's state, 0 OK or 1 WARN by its limits and clock (Health.Level1OnThisMachineIsOkOrWarnWithTheVerdictLast runs it)	ddx health
+skip your scratch folder (HealthActive.Level2OnACpuNodeGivesEveryRowAndItsFigures runs level 2 on one)	ddx health --level 2 --path /scratch
+skip ten minutes of burn-in (HealthActive.Level3BurnsInCheckingEveryProductAndCatchesAWrongOne runs 3 s)	ddx health --level 3 --burn-in 600
+skip a SLURM node (the HealthCheckProgram tests run it through examples/slurm)	ddx health --level 1 --slurm-drain --slurm-resume --prometheus /var/lib/node_exporter/textfile_collector/ddx_health.prom
+skip your nodes' reports in a shared folder (HealthFleet.* run it on recorded reports)	ddx health fleet /shared/health/ --drain-list drain.txt --markdown fleet.md
+skip your nodes' reports in a shared folder (HealthFleet.* run it on recorded reports)	ddx health fleet /shared/health/
+skip your nodes' reports in a shared folder (HealthFleet.ASavedBaselineJudgesALoneNodeAndABadOneIsRefusedNamingTheKey runs it)	ddx health fleet /shared/health/ --save-baseline fleet-baseline.json
+skip one node's history of reports (HealthFleet.ANodesOwnHistoryIsItsOwnBaselineWithEveryRunCounted runs it)	ddx health fleet /shared/health/node17-*.json --save-baseline node17-baseline.json
+skip a baseline of your fleet (HealthFleet.ASavedBaselineJudgesALoneNodeAndABadOneIsRefusedNamingTheKey)	ddx health --level 2 --baseline fleet-baseline.json
+skip six reports with one planted low (HealthFleet.ANodePlantedLowIsTheOnlyOneNamedInTheDrainListAndTheMarkdown runs it)	ddx health fleet reports --drain-list drain.txt --markdown fleet.md --html fleet.html --save-baseline baseline.json
+skip the drain list of the fleet example above	cat drain.txt
+skip a SLURM cluster (scontrol)	while read -r node reason; do scontrol update nodename="$node" state=drain reason="$reason"; done < drain.txt
+skip installs on a SLURM node, as root	mkdir -p /opt/ddx/examples/slurm
+skip installs on a SLURM node, as root	cp examples/slurm/*.sh /opt/ddx/examples/slurm/
+skip installs on a SLURM node, as root	install -D -m 0644 -o root examples/slurm/ddx-health.conf /etc/ddx/health.conf
+skip a SLURM cluster (the HealthCheckProgram tests run it)	sinfo -R
+skip a SLURM cluster (the HealthCheckProgram tests run it)	sinfo -R -o "%120E %9u %19H %N"
+skip a SLURM cluster (HealthCheckProgram.AnOperatorsDrainStaysAlthoughDdxFindsTheNodeHealthy runs it)	scontrol update nodename=ddx-host-b state=drain reason="operator: replacing a DIMM, ticket 4711"
+full	python3 benchmarks/health_timing.py --ddx build/bin/ddx --repeat 10
+skip twenty and twenty runs beside a from-scratch build: half an hour	python3 ci/health_repeat.py
+skip twenty and twenty runs beside a from-scratch build: half an hour	python3 ci/health_repeat.py --baseline-runs 0
+full	bash ci/health_kernel_sets.sh
 cheap	ddx probe gpu-health
 cheap	ddx launch -np 8 -- ddx probe gpu-health --json gpu.json
 skip a SLURM cluster	srun ddx probe gpu-health
