@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ddx/shm_namespace.h"
+#include "dist/process_helpers.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_facts.h"
 #include "health/level1.h"
@@ -343,7 +344,12 @@ TEST(HealthLevel1Paths, AReadOnlyMountAndAFolderThisUserCannotWriteAreCritical) 
   } else {
     std::cout << "unwritable case skipped: " << skip << "\n";
   }
-  if (!read_only && !unwritable) GTEST_SKIP() << skip;
+  // Both cases need root (a mount namespace, another uid): refused, each is said above; as root
+  // in CI (DDX_REQUIRE_PRIVILEGED_TESTS=1) a refusal fails instead, so a green run hides none.
+  if (!read_only || !unwritable) {
+    if (ddx::testing::privileged_tests_required()) ADD_FAILURE() << "refused although DDX_REQUIRE_PRIVILEGED_TESTS=1: " << skip;
+    if (!read_only && !unwritable) GTEST_SKIP() << skip;
+  }
 }
 
 // ---------------------------------------------------------------- node rows -------------------
@@ -667,7 +673,8 @@ TEST(HealthLevel1FakeNvml, TheRowsComeInAFixedOrder) {
 // A real small /dev/shm (a 64 MiB tmpfs in a private mount namespace, as a container's) with the
 // fake NVML's 4 GPUs: the doctor's row is CRITICAL and says what the 4 local ranks need.
 TEST(HealthLevel1FakeNvml, ARealSmallDevShmIsCritical) {
-  if (const std::string why = shm::private_dev_shm_refused(); !why.empty()) GTEST_SKIP() << why;
+  // A private mount namespace needs root: skipped without it, a failure in CI (as root).
+  DDX_SKIP_IF_REFUSED(shm::private_dev_shm_refused());
   Scratch scratch("smallshm");
   std::string skip;
   const auto shm_row = in_child(
@@ -680,7 +687,7 @@ TEST(HealthLevel1FakeNvml, ARealSmallDevShmIsCritical) {
         return std::string(to_string(shm.state)) + "|" + shm.value + "|" + shm.reason;
       },
       skip);
-  if (!shm_row) GTEST_SKIP() << skip;
+  if (!shm_row) DDX_SKIP_IF_REFUSED(skip.empty() ? std::string("the child gave no answer") : skip);
   EXPECT_TRUE(has(*shm_row, "CRITICAL|")) << *shm_row;
   EXPECT_TRUE(has(*shm_row, ": 64.0 MiB free, 4 local ranks need 220.6 MiB|/dev/shm short for the local ranks")) << *shm_row;
 }
