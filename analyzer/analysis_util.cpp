@@ -7,6 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "ddx/text.h"
+
 namespace ddx::analyze {
 
 const char* to_string(FindingKind kind) {
@@ -58,14 +60,6 @@ std::string seconds(double s) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, s < 10 ? "%.2f s" : "%.1f s", s);
   return buffer;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
 }
 
 std::string op_name(const Entry& e) {

@@ -14,7 +14,6 @@ void for_each_index_in_parallel(size_t n, const std::function<void(size_t)>& wor
 
 // A verb in the present tense that agrees with rank_list(ranks): "wait" -> "waits" for one rank.
 std::string verb_for(const std::vector<int>& ranks, const std::string& verb);
-std::string shape_text(const std::vector<int64_t>& shape);
 // "all_reduce(sum)"
 std::string op_name(const Entry& e);
 // "all_reduce(sum) #4 on group world ('step 4 grads')"

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/analyze_command.h"
 #include "analyzer/diagnosis.h"
 #include "analyzer/dump_loader.h"
 #include "analyzer/entry_listing.h"
 #include "analyzer/report.h"
 #include "analyzer/timeline.h"
-#include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
 #include "ddx/output_path.h"

@@ -12,6 +12,7 @@
 
 #include "analyzer/analysis_util.h"
 #include "analyzer/diagnosis.h"
+#include "ddx/text.h"
 
 namespace ddx::analyze::detail {
 namespace {

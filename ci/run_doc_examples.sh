@@ -214,7 +214,7 @@ skip setpriv drops CAP_SYS_ADMIN from root's bounding set; FaultMatrix.ShmFullRo
 full	for node in 0 1; do ddx fault matrix --nnodes 2 --node-rank $node --master-addr 127.0.0.1 --master-port 29611 -np 2 --kinds kill,nan --out fm-nodes > node$node.txt & done; wait
 full 1	DDX_FAULT='slow-link@rank=2,op=send,ms=500' ddx launch -np 4 -- ddx probe bandwidth --engine gloo --pairs
 full	ddx launch -np 2 --max-restarts 1 -- ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
-skip torchrun on PATH, from a PyTorch install (faults_test's TorchrunRestartResumesBitIdentically runs it with the build's Python environment)	torchrun --standalone --nproc-per-node 2 --max-restarts 1 --no-python ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
+skip torchrun on PATH, from a PyTorch install (fault_injection_test's TorchrunRestartResumesBitIdentically runs it with the build's Python environment)	torchrun --standalone --nproc-per-node 2 --max-restarts 1 --no-python ddx train --strategy ddp -e run --ckpt-freq 5 --max-steps 16 --fault kill@rank=1,step=13
 skip the full acceptance run at 4 ranks: minutes; the 2-rank example below is the one run	ddx validate --np 4
 skip 16 MPI ranks on a cluster with InfiniBand	ddx validate --launcher "mpiexec -n 16" --expect infiniband --max-bytes 1G --out acceptance/
 skip 8 GPUs on NVLink: a 350 GB/s floor fails on a CPU by design	ddx validate --np 8 --expect 350 --keep-going
@@ -222,7 +222,7 @@ full	ddx validate --np 2 --out report --max-bytes 64K --parity-steps 2 --burn-in
 skip refused by design (exit 2 on every rank); Validate.StartedAsARankOfALaunchedJobRefusesAndWritesNothing runs it	ddx launch -np 2 -- ddx validate
 skip two hosts named gpu001 and gpu002	ddx launch --nnodes 2 --node-rank 0 --master-addr gpu001 --master-port 29500 -np 8 -- ./train
 cheap 1	ddx launch -np 4 --log-dir logs -- build/bin/test_worker --segv --only-rank 2
-skip needs a running ddx train job in that run folder (tests/dist/top_test.cpp runs one)	ddx top --run outputs/runs/20261203-071500-4242
+skip needs a running ddx train job in that run folder (tests/dist/top_job_test.cpp runs one)	ddx top --run outputs/runs/20261203-071500-4242
 skip a job whose store is on host gpu001	ddx top --master-addr gpu001 --master-port 29500
 skip GPU hosts reachable over ssh, listed in ./hosts	ddx top --hosts hosts
 cheap	ddx top --once
@@ -292,6 +292,64 @@ done
 export PATH="$build/bin:$PATH"
 
 ran=0 skipped=0 failed=0 last_status=0
+
+# `ddx validate` output shown on a page must list the stages the current `ddx validate` runs,
+# in its order: "[k/N] name ... PASS" lines, N included. The stages come from the binary, not
+# from this script: a run whose launcher fails at once (`false`) stops at its first stage in
+# under a second, and its report (validate.json) still lists every stage, run or not. Given that
+# report as --baseline, a second such run lists the baseline stage too, as a page's run with
+# --baseline shows it.
+validate_stages() {  # OUT_DIR [--baseline FILE]
+  local out="$1"
+  shift
+  (cd "$work" && ddx validate --np 1 --launcher false --out "$out" "$@") < /dev/null > /dev/null 2>&1 || true
+  [[ -f "$out/validate.json" ]] || return 0
+  python3 -c 'import json, sys; print("\n".join(s["stage"] for s in json.load(open(sys.argv[1]))["stages"]))' \
+      "$out/validate.json"
+}
+
+# "<page>:<line>\t<k>\t<N>\t<name>\t<1 when the block's run had --baseline>" for every stage
+# line of a validate output block.
+shown_validate_stages() {
+  for page in "$repo/README.md" "$repo"/docs/*.md; do
+    awk -v page="${page#$repo/}" '
+      /^```/ { in_block = !in_block; baseline = 0; next }
+      !in_block { next }
+      /--baseline/ { baseline = 1 }
+      /^\[[0-9]+\/[0-9]+\] .* \.\.\. (PASS|FAIL|SKIP)/ {
+        k = $0; sub(/^\[/, "", k); sub(/\/.*/, "", k)
+        n = $0; sub(/^\[[0-9]+\//, "", n); sub(/\].*/, "", n)
+        name = $0; sub(/^\[[0-9]+\/[0-9]+\] /, "", name); sub(/ +\.\.\. .*/, "", name)
+        print page ":" FNR "\t" k "\t" n "\t" name "\t" baseline
+      }' "$page"
+  done
+}
+
+check_validate_output() {
+  local plain with_baseline
+  mapfile -t plain < <(validate_stages "$work/.stages")
+  if [[ ${#plain[@]} -lt 2 || ! -f "$work/.stages/validate.json" ]]; then
+    echo "FAIL  could not list ddx validate's stages (got ${#plain[@]}: ${plain[*]:-none})"
+    failed=$((failed + 1)); return
+  fi
+  mapfile -t with_baseline < <(validate_stages "$work/.stages-baseline" --baseline "$work/.stages/validate.json")
+  rm -rf "$work/.stages" "$work/.stages-baseline"
+  local where k n name baseline bad=0
+  local -a expected
+  while IFS=$'\t' read -r where k n name baseline; do
+    if [[ $baseline == 1 ]]; then expected=("${with_baseline[@]}"); else expected=("${plain[@]}"); fi
+    if [[ $n != "${#expected[@]}" ]]; then
+      echo "FAIL  $where: shows [$k/$n] $name, but ddx validate has ${#expected[@]} stages now: ${expected[*]}"
+      bad=$((bad + 1))
+    elif [[ $name != "${expected[k - 1]}" ]]; then
+      echo "FAIL  $where: shows stage $k as '$name', ddx validate's stage $k is '${expected[k - 1]}'"
+      bad=$((bad + 1))
+    fi
+  done < <(shown_validate_stages)
+  echo "validate output on the pages: ${#plain[@]} stages (${#with_baseline[@]} with --baseline), $bad line(s) wrong"
+  failed=$((failed + bad))
+}
+[[ $list_only == 1 ]] || check_validate_output
 while IFS=$'\t' read -r page cmd; do
   kind=$(kind_of "$cmd")
   case "$kind" in

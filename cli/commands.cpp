@@ -1,6 +1,24 @@
+// Every subcommand of `ddx`, registered in one place: the order here is the order of --help.
 #include "cli/commands.h"
+
+#include "analyzer/analyze_command.h"
+#include "launcher/launch_command.h"
 #ifdef DDX_WITH_TORCH
-#include "health/health_command.h"
+#include "harness/fault_matrix/matrix_command.h"
+#include "harness/parity/compare_command.h"
+#include "harness/parity/parity_command.h"
+#include "harness/validate/validate_command.h"
+#include "probes/bandwidth/torch/bandwidth_command.h"
+#include "probes/buserror/buserror_command.h"
+#include "probes/doctor/doctor_command.h"
+#include "probes/gpu/gpu_health_command.h"
+#include "probes/hang/hang_command.h"
+#include "probes/health/health_command.h"
+#include "probes/node/node_probe_commands.h"
+#include "probes/selfcheck/selfcheck_command.h"
+#include "top/top_command.h"
+#include "trainers/checkpoint/checkpoint_command.h"
+#include "trainers/train/train_command.h"
 #endif
 
 namespace ddx::cli {

@@ -1,5 +1,6 @@
 // The `ddx` front end: one binary, one subcommand per job. Each subcommand lives with the code
-// it drives (launcher/, probes/, ...) and registers itself here.
+// it drives (launcher/, probes/, ...) and declares its entry point in a header there;
+// commands.cpp is the one list that registers them.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

@@ -1,11 +1,12 @@
 #include "cli/usage_errors.h"
 
 #include <cctype>
-#include <map>
+#include <optional>
 #include <regex>
 
 #include "ddx/errors.h"
 #include "ddx/text.h"
+#include "ddx/usage_exit_code.h"
 
 namespace ddx::cli {
 namespace {
@@ -99,11 +100,6 @@ bool runs_a_command(const CLI::App& app) {
     if (opt->get_positional() && opt->get_items_expected_max() > 1) return true;
   }
   return false;
-}
-
-std::map<const CLI::App*, int>& usage_exit_codes() {
-  static std::map<const CLI::App*, int> codes;
-  return codes;
 }
 
 std::string see_help(const Scan& s) { return " (see " + s.command + " --help)"; }
@@ -200,12 +196,9 @@ std::string describe_parse_error(const CLI::App& app, const std::vector<std::str
   return error.what() + see_help(s);
 }
 
-void set_usage_exit_code(const CLI::App& subcommand, int code) { usage_exit_codes()[&subcommand] = code; }
-
 int usage_exit_code(const CLI::App& app, const std::vector<std::string>& args) {
   for (const CLI::App* a = scan(app, args).app; a != nullptr; a = a->get_parent()) {
-    const auto it = usage_exit_codes().find(a);
-    if (it != usage_exit_codes().end()) return it->second;
+    if (const std::optional<int> code = declared_usage_exit_code(*a)) return *code;
   }
   return kExitUsage;
 }

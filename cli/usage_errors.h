@@ -15,10 +15,7 @@ std::string describe_parse_error(const CLI::App& app, const std::vector<std::str
                                  const CLI::ParseError& error);
 
 // The exit code bad input to a command gets: ddx::kExitUsage (2), unless the innermost
-// subcommand named in `args`, or one around it, set another. `ddx health` sets 3 (UNKNOWN):
-// its exit code is a Nagios state, where 2 means CRITICAL and drains a node, and a mistyped
-// flag must never drain a fleet.
-void set_usage_exit_code(const CLI::App& subcommand, int code);
+// subcommand named in `args`, or one around it, declared another (ddx/usage_exit_code.h).
 int usage_exit_code(const CLI::App& app, const std::vector<std::string>& args);
 
 }  // namespace ddx::cli

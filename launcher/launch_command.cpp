@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
 #include "ddx/rendezvous.h"
 #include "ddx/shm_namespace.h"
+#include "launcher/launch_command.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"
 

@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
 #include "ddx/errors.h"
 #include "ddx/flight_recorder.h"
 #include "ddx/job_file.h"
@@ -28,6 +27,7 @@
 #include "top/job_monitor.h"
 #include "top/node_stats.h"
 #include "top/ssh_hosts.h"
+#include "top/top_command.h"
 #include "top/top_render.h"
 #include "top/tui.h"
 

@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <memory>
 
-#include "cli/commands.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
 #include "ddx/rendezvous.h"
 #include "ddx/text.h"
 #include "harness/common/output_folder.h"
 #include "harness/fault_matrix/matrix.h"
+#include "harness/fault_matrix/matrix_command.h"
 #include "harness/fault_matrix/matrix_nodes.h"
 
 namespace ddx::cli {

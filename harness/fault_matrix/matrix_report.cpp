@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "ddx/atomic_file.h"
-#include "ddx/junit.h"
+#include "harness/common/junit.h"
 #include "ddx/text.h"
 #include "harness/fault_matrix/matrix.h"
 

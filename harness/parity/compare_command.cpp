@@ -1,5 +1,5 @@
 // `ddx compare A B [C ...]`: loss curves from anywhere against a reference (A), step by step,
-// with the comparison `ddx parity` makes (ddx/curve_diff.h): the first step where a curve leaves
+// with the comparison `ddx parity` makes (harness/parity/curve_diff.h): the first step where a curve leaves
 // the tolerance, its largest difference, and with --plot an SVG of the curves and their
 // differences (no file unless one is named). Exit 0 when every curve agrees with A, 1 when one
 // does not, a curve that stops before A's last step included (a run that died early reproduces
@@ -13,12 +13,12 @@
 #include <filesystem>
 #include <memory>
 
-#include "cli/commands.h"
-#include "ddx/curve_diff.h"
+#include "harness/parity/curve_diff.h"
 #include "ddx/errors.h"
 #include "ddx/output_path.h"
 #include "ddx/svg_plot.h"
 #include "ddx/text.h"
+#include "harness/parity/compare_command.h"
 #include "harness/parity/curve_files.h"
 #include "harness/parity/curves.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/curve_diff.h"
+#include "harness/parity/curve_diff.h"
 
 namespace ddx::parity {
 

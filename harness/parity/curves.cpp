@@ -9,7 +9,7 @@
 #include <tuple>
 #include <stdexcept>
 
-#include "ddx/curve_diff.h"
+#include "harness/parity/curve_diff.h"
 #include "models/safetensors.h"
 
 namespace ddx::parity {
@@ -103,7 +103,7 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
   auto ratio = [](double value, double tolerance) {
     return value == 0 ? 0.0 : tolerance == 0 ? INFINITY : value / tolerance;
   };
-  // The loss and the gradient norm, each step against the baseline's (ddx/curve_diff.h, the
+  // The loss and the gradient norm, each step against the baseline's (harness/parity/curve_diff.h, the
   // comparison `ddx compare` makes too), relative tolerances widened per step by the envelope.
   auto curve = [](const std::vector<StepPoint>& points, double StepPoint::*field) {
     std::vector<CurvePoint> out;

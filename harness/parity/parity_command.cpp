@@ -1,9 +1,9 @@
 // `ddx parity` on the command line.
 #include <memory>
 
-#include "cli/commands.h"
 #include "ddx/errors.h"
 #include "harness/parity/parity.h"
+#include "harness/parity/parity_command.h"
 
 namespace ddx::cli {
 

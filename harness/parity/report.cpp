@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "ddx/atomic_file.h"
-#include "ddx/junit.h"
+#include "harness/common/junit.h"
 #include "ddx/svg_plot.h"
 #include "faults/faults.h"
 

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/byte_sizes.h"
 #include "ddx/env.h"
@@ -21,6 +20,7 @@
 #include "harness/validate/expectations.h"
 #include "harness/validate/link_types.h"
 #include "harness/validate/validate.h"
+#include "harness/validate/validate_command.h"
 
 namespace ddx::cli {
 namespace {

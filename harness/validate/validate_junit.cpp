@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "ddx/junit.h"
+#include "harness/common/junit.h"
 #include "ddx/text.h"
 #include "harness/validate/validate.h"
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
+#include "buserror/buserror_command.h"
 #include "buserror/shm_model.h"
-#include "cli/commands.h"
 #include "ddx/byte_sizes.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"

@@ -16,7 +16,6 @@
 #include <sstream>
 #include <string>
 
-#include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/log.h"
@@ -27,6 +26,7 @@
 #include "ddx/text.h"
 #include "ddx/version.h"
 #include "doctor/doctor_checks.h"
+#include "doctor/doctor_command.h"
 #include "doctor/doctor_facts.h"
 #include "faults/faults.h"
 

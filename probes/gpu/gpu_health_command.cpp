@@ -9,10 +9,10 @@
 #include <memory>
 #include <set>
 
-#include "cli/commands.h"
 #include "ddx/atomic_file.h"
 #include "ddx/error_report.h"
 #include "ddx/log.h"
+#include "ddx/nvml.h"
 #include "ddx/output_path.h"
 #include "ddx/process_group.h"
 #include "ddx/rendezvous.h"
@@ -20,7 +20,7 @@
 #include "ddx/text.h"
 #include "ddx/verdict.h"
 #include "gpu/gpu_checks.h"
-#include "ddx/nvml.h"
+#include "gpu/gpu_health_command.h"
 #include "gpu/xid_log.h"
 
 namespace ddx::cli {

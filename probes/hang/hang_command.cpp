@@ -17,7 +17,6 @@
 #include "analyzer/diagnosis.h"
 #include "analyzer/dump_loader.h"
 #include "analyzer/report.h"
-#include "cli/commands.h"
 #include "ddx/env.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
@@ -25,6 +24,7 @@
 #include "ddx/log.h"
 #include "ddx/rendezvous.h"
 #include "ddx/run_process.h"
+#include "hang/hang_command.h"
 #include "hang_scenarios.h"
 
 namespace ddx::cli {

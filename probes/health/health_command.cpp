@@ -12,12 +12,12 @@
 #include <functional>
 #include <memory>
 
-#include "cli/usage_errors.h"
 #include "ddx/atomic_file.h"
 #include "ddx/env.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "ddx/output_path.h"
+#include "ddx/usage_exit_code.h"
 #include "ddx/verdict.h"
 #include "ddx/version.h"
 #include "health/active_checks.h"

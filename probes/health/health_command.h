@@ -1,6 +1,6 @@
 #pragma once
 // `ddx health` and `ddx health fleet` (docs/health.md).
-#include "cli/subcommand.h"
+#include "ddx/subcommand.h"
 
 namespace ddx::cli {
 

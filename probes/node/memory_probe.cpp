@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "cli/commands.h"
 #include "ddx/byte_sizes.h"
+#include "node/node_probe_commands.h"
 #include "node/rank_probe.h"
 
 namespace ddx::node {

@@ -35,7 +35,7 @@ void synchronize(const Placement& where) {
   if (where.cuda) torch::cuda::synchronize(where.device_index);
 }
 
-// What the kernels ran on, by the name the expectations table matches (validate/expectations.h).
+// What the kernels ran on, by the name the expectations table matches (harness/validate/expectations.h).
 std::string device_name(const Placement& where) {
 #ifdef DDX_WITH_CUDA
   if (where.cuda) return at::cuda::getDeviceProperties(where.device_index)->name;

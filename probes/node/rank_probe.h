@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/subcommand.h"
+#include "ddx/subcommand.h"
 #include "node/rank_judge.h"
 
 namespace ddx::node {

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <memory>
 
-#include "cli/commands.h"
 #include "ddx/error_report.h"
 #include "ddx/errors.h"
 #include "ddx/hang_detection.h"
@@ -14,6 +13,7 @@
 #include "ddx/text.h"
 #include "faults/faults.h"
 #include "selfcheck.h"
+#include "selfcheck/selfcheck_command.h"
 
 namespace ddx::cli {
 

@@ -36,7 +36,7 @@ size_t stage_index(const nlohmann::json& report, const std::string& name) {
   throw std::runtime_error("no stage " + name);
 }
 
-// The test cases of a JUnit file (ddx/junit.h writes one <testcase> a line), "classname: name"
+// The test cases of a JUnit file (harness/common/junit.h writes one <testcase> a line), "classname: name"
 // to "passed", "failed" or "skipped"; and the names of the failed ones.
 std::map<std::string, std::string> junit_cases(const std::string& xml) {
   std::map<std::string, std::string> cases;

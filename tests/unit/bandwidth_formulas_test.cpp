@@ -504,7 +504,7 @@ TEST(BandwidthMemory, LargeSizesAreReducedWithANote) {
 }
 
 // Without the host-memory test switch the probe reads /proc/meminfo (the switch's strict parsing
-// is tested with the fault grammar in faults_test).
+// is tested with the fault grammar in fault_specs_test).
 TEST(BandwidthMemory, ReadsMemAvailable) { EXPECT_GT(available_host_memory(), 0u); }
 
 // Fault specs name ops as the collective layer records them; a sendrecv sends, then receives.

@@ -1,9 +1,9 @@
-// The curve comparison behind ddx parity and ddx compare (ddx/curve_diff.h).
+// The curve comparison behind ddx parity and ddx compare (harness/parity/curve_diff.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ddx/curve_diff.h"
+#include "harness/parity/curve_diff.h"
 
 namespace ddx {
 namespace {

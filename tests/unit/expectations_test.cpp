@@ -1,4 +1,4 @@
-// The per-SKU expectations table (validate/expectations.h): device names as NVML and CUDA print
+// The per-SKU expectations table (harness/validate/expectations.h): device names as NVML and CUDA print
 // them pick the right row; a user's file adds and replaces rows; bad files are one-line errors.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// `ddx validate --baseline` (validate/validate_baseline.cpp): a steady figure is held to the
+// `ddx validate --baseline` (harness/validate/validate_baseline.cpp): a steady figure is held to the
 // margin, a figure this machine measures noisily only to its own jitter; bad files are errors.
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 #include <iostream>
 #include <memory>
 
-#include "checkpoint/fsdp_checkpoint.h"
-#include "cli/commands.h"
+#include "checkpoint/checkpoint_command.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "ddx/atomic_file.h"
 #include "ddx/errors.h"
 #include "ddx/output_path.h"

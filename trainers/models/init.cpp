@@ -12,6 +12,7 @@
 
 #include <cmath>
 
+#include "ddx/checksum.h"
 #include "models/causal_lm.h"
 #include "models/layers.h"
 #include "models/parallel_layers.h"
@@ -50,15 +51,6 @@ uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
-}
-
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "ddx/checksum.h"
 #include "ddx/errors.h"
 
 namespace ddx::models {
@@ -168,15 +169,6 @@ nlohmann::json to_json_object(const ModelConfig& c) {
   j["tie_embeddings"] = c.tie_embeddings;
   j["init_std"] = c.init_std;
   return j;
-}
-
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "strategies/parallel_mesh.h"
 
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -18,8 +19,8 @@ void check_tp_fits_model(const StrategyContext& c, int tp) {
     throw UsageError("--tp " + n + " does not divide the " + std::to_string(m.num_kv_heads) + " KV heads of model " +
                      m.name);
   }
-  if (c.options.sequence_parallel && c.options.seq_length % tp != 0) {
-    throw UsageError("--sequence-parallel: -s " + std::to_string(c.options.seq_length) + " does not split over --tp " + n);
+  if (c.dims.sequence_parallel && c.run.seq_length % tp != 0) {
+    throw UsageError("--sequence-parallel: -s " + std::to_string(c.run.seq_length) + " does not split over --tp " + n);
   }
 }
 
@@ -28,14 +29,14 @@ std::string ParallelMesh::describe() const {
   return "dp=" + std::to_string(dp_size) + " (the world)";
 }
 
-ParallelMesh build_parallel_mesh(const StrategyContext& c, const MeshPlan& plan) {
+ParallelMesh build_parallel_mesh(const StrategyContext& c) {
+  const ParallelDims& plan = c.dims;
   const int world = c.world.size();
-  const int pp = plan.pp > 0 ? plan.pp : 1, tp = plan.tp > 0 ? plan.tp : 1;
-  if (world % (pp * tp) != 0) {
-    std::string dims = plan.pp > 0 ? "--pp " + std::to_string(pp) : "";
-    if (plan.tp > 0) dims += (dims.empty() ? "" : " x ") + std::string("--tp ") + std::to_string(tp);
-    throw UsageError(dims + " does not divide the world size " + std::to_string(world));
+  if (plan.world != world) {
+    throw std::logic_error("parallel dimensions resolved for " + std::to_string(plan.world) + " ranks, world has " +
+                           std::to_string(world));
   }
+  const int pp = plan.pp > 0 ? plan.pp : 1, tp = plan.tp > 0 ? plan.tp : 1;
   if (plan.tp > 0) check_tp_fits_model(c, tp);
 
   ParallelMesh out;
@@ -48,7 +49,7 @@ ParallelMesh build_parallel_mesh(const StrategyContext& c, const MeshPlan& plan)
   }
   std::vector<std::pair<std::string, int>> dims;
   if (plan.pp > 0) dims.emplace_back("pp", pp);
-  dims.emplace_back("dp", world / (pp * tp));
+  dims.emplace_back("dp", plan.dp());
   if (plan.tp > 0) dims.emplace_back("tp", tp);
   out.mesh = &c.world.mesh(dims);
   out.dp = &out.mesh->group("dp");

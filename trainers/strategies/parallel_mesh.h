@@ -5,21 +5,14 @@
 // point-to-point sends tolerate the slowest); data parallelism takes the ranks left. This is
 // Megatron's 3D layout and the guide's chapter 7 (parallelism.md).
 //
-// A strategy names only the dimensions it has: DDP and FSDP none (their group is the world,
-// counted as "world"), tp and 2d a tp dimension, pp a pipeline and, with --tp, a tp dimension.
-// Its own one-line errors for flags its layout cannot take come first; build_parallel_mesh()
-// then checks what every layout shares (the dimensions divide the world, the model splits over
+// The dimensions come resolved and checked (parallel_dims.h: they divide the world) in the
+// strategy's context; build_parallel_mesh() checks what the model must allow (it splits over
 // --tp) and creates the groups: a collective, called once by every rank in the same order.
 #include <string>
 
 #include "strategies/strategy.h"
 
 namespace ddx::train {
-
-struct MeshPlan {
-  int pp = 0;  // pipeline ranks; 0: the layout has no pipeline dimension
-  int tp = 0;  // tensor-parallel ranks; 0: no tensor-parallel dimension
-};
 
 struct ParallelMesh {
   Group* world = nullptr;
@@ -38,8 +31,8 @@ struct ParallelMesh {
 // that --sequence-parallel cannot split.
 void check_tp_fits_model(const StrategyContext& context, int tp);
 
-// The groups of `plan` over context.world, after one-line UsageErrors for dimensions that do not
-// divide the world or a --tp the model cannot take.
-ParallelMesh build_parallel_mesh(const StrategyContext& context, const MeshPlan& plan);
+// The groups of context.dims over context.world, after one-line UsageErrors for a --tp the model
+// cannot take.
+ParallelMesh build_parallel_mesh(const StrategyContext& context);
 
 }  // namespace ddx::train

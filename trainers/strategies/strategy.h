@@ -2,8 +2,8 @@
 // A parallel strategy: how a training step's model, gradients and optimizer state are laid out
 // over the ranks. The trainer's loop (data, loss normalisation, schedule, metrics, checkpoints)
 // is one code path; strategies only answer the questions below. Each strategy lives in its own
-// folder under trainers/strategies/ and applies its parallelism in setup(); adding one is a
-// class, its groups from build_parallel_mesh() and one line in strategy_registry.cpp
+// folder under trainers/strategies/, owns its options and flags, and applies its parallelism in
+// setup(); adding one is its folder and one line in strategy_registry.cpp
 // (docs/adding-a-strategy.md).
 #include <torch/torch.h>
 
@@ -17,7 +17,8 @@
 #include "ddx/process_group.h"
 #include "models/causal_lm.h"
 #include "strategies/held.h"
-#include "train/train_options.h"
+#include "strategies/parallel_dims.h"
+#include "strategies/strategy_options.h"
 
 namespace ddx::train {
 
@@ -31,8 +32,20 @@ struct PhaseTimes {
   double data = 0, forward = 0, backward = 0, update = 0, comm_wait = 0;
 };
 
+// What of the run every strategy reads besides its own options: how the weights start, the
+// optimizer's settings and the shape of a step.
+struct RunSettings {
+  uint64_t seed = 0;
+  std::string init_from;  // pretrained safetensors (file, index or folder); "": layout-independent init
+  double weight_decay = 0;
+  bool fused_adamw = false;
+  int64_t seq_length = 0;
+  int64_t grad_accum = 1;
+};
+
 struct StrategyContext {
-  const TrainOptions& options;
+  const RunSettings& run;
+  const ParallelDims& dims;  // resolved and checked before the strategy was made
   const models::ModelConfig& model;
   World& world;
   torch::Device device;
@@ -51,10 +64,10 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
 
-  // Applies the parallelism: checks the flags against the world and the model, builds the mesh
-  // (parallel_mesh.h) and this rank's part of the model; every layout holds exactly the
-  // single-device weights (layout-independent init, or pretrained weights when
-  // options.init_from is set).
+  // Applies the parallelism: builds the mesh of context.dims (parallel_mesh.h), after checks of
+  // its own flags against the model, and this rank's part of the model; every layout holds
+  // exactly the single-device weights (layout-independent init, or pretrained weights when
+  // run.init_from is set).
   virtual void setup(const StrategyContext& context) = 0;
 
   // Which slice of each global batch this rank reads, and the group over which token counts
@@ -131,12 +144,9 @@ class Strategy {
   virtual std::map<std::string, double> step_stats() const { return {}; }
 };
 
-// The options, and the world size the trainer rendezvoused with, may choose between variants of
-// one strategy (2d over FSDP or DDP; pp over FSDP only when the world leaves data-parallel ranks).
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const TrainOptions& options, int world_size);
-// Throws UsageError listing the strategies when `name` is not one of them.
-void check_strategy_name(const std::string& name);
-// "single, ddp, ..." for help texts and errors.
-std::string strategy_names();
+// The strategy `name` (strategy_registry.h checks names and resolves `dims`). The options and the
+// dimensions may choose between variants of one strategy (2d over FSDP or DDP; pp over FSDP only
+// when the world leaves data-parallel ranks).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options, const ParallelDims& dims);
 
 }  // namespace ddx::train

@@ -1,8 +1,8 @@
 // `ddx train` on the command line.
 #include <memory>
 
-#include "cli/commands.h"
-#include "strategies/strategy.h"
+#include "strategies/strategy_registry.h"
+#include "train/train_command.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
 

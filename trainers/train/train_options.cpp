@@ -8,8 +8,7 @@
 #include "ddx/output_path.h"
 #include "ddx/text.h"
 #include "faults/faults.h"
-#include "strategies/pp/pp_schedule.h"
-#include "strategies/strategy.h"
+#include "strategies/strategy_registry.h"
 
 namespace ddx::train {
 
@@ -114,111 +113,11 @@ void add_train_flags(CLI::App& cmd, TrainOptions& o) {
                  "Seconds (and at least 8 logged steps) the straggler warning averages over: shorter windows see "
                  "the scheduler's imbalance on a shared host")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str()->group(detectors);
-  auto* ddp = "Data parallel (ddp)";
-  cmd.add_flag("--verify-init", o.verify_init, "Check that every rank built identical weights (checksum) instead of broadcasting rank 0's")->group(ddp);
-  cmd.add_option("--bucket-cap-mb", o.bucket_cap_mb, "Gradient bucket size")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);
-  cmd.add_option("--first-bucket-mb", o.first_bucket_mb, "Size of the first (last-layer) bucket")->check(CLI::Range(0.001, 1e5))->capture_default_str()->group(ddp);
-  cmd.add_flag("--grad-as-bucket-view", o.grad_as_bucket_view, "Gradients alias the buckets (no copy)")->group(ddp);
-  cmd.add_flag("--zero1", o.zero1, "Shard optimizer state across data-parallel ranks (ZeRO-1)")->group(ddp);
-  auto* fsdp = "Fully sharded (fsdp)";
-  cmd.add_flag("--reshard-after-forward,!--no-reshard-after-forward", o.reshard_after_forward,
-               "Free each block's gathered weights after its forward and gather again in backward (ZeRO-3; "
-               "--no-reshard-after-forward keeps them: ZeRO-2)")->group(fsdp);
-  cmd.add_option("--prefetch", o.prefetch, "Units whose all-gather is issued ahead of use, in forward and backward")
-      ->check(CLI::Range(int64_t{0}, int64_t{64}))->capture_default_str()->group(fsdp);
-  cmd.add_option("--mp-param-dtype", o.mp_param_dtype, "Dtype of gathered weights and compute (default: --dtype)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->group(fsdp);
-  cmd.add_option("--mp-reduce-dtype", o.mp_reduce_dtype, "Dtype of the gradient reduce-scatter (default: the param dtype)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))->group(fsdp);
-  cmd.add_flag("--cpu-offload", o.cpu_offload, "Keep shards, their gradients and the optimizer step on the CPU")->group(fsdp);
-  cmd.add_flag("--checkpoint-activations", o.checkpoint_activations,
-               "Keep only each block's input in forward and recompute the block in backward")->group(fsdp);
-  auto* tp = "Tensor parallel (tp)";
-  cmd.add_option("--tp", o.tp, "Tensor-parallel ranks (tp: default the world size; 2d: required, consecutive ranks; pp: per stage, default 1)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(tp);
-  cmd.add_flag("--sequence-parallel", o.sequence_parallel,
-               "Run norms and residuals on sequence slices: all-gather before and reduce-scatter after "
-               "each tensor-parallel region instead of all-reduces")->group(tp);
-  cmd.add_flag("--dp-replicate", o.dp_replicate,
-               "2d, pp: replicate each TP slice (DDP) or pipeline stage over the data-parallel ranks instead of sharding it (FSDP)")->group(tp);
-  auto* pp = "Pipeline parallel (pp)";
-  cmd.add_option("--pp", o.pp, "Pipeline ranks (default: the world size / --tp); FSDP shards each stage over the rest (--dp-replicate: replicas)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->group(pp);
-  cmd.add_option("--pp-split", o.pp_split,
-                 "First block of every stage after the first, e.g. 2,5 (default: balanced by parameter count)")
-      ->delimiter(',')->group(pp);
-  cmd.add_option("--pp-schedule", o.pp_schedule, "gpipe, 1f1b or interleaved-1f1b")->capture_default_str()->group(pp);
-  cmd.add_option("--pp-virtual-stages", o.pp_virtual_stages, "Stages per rank (interleaved-1f1b)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 10))->capture_default_str()->group(pp);
-  cmd.add_option("--microbatches", o.microbatches, "Pipeline micro-batches each -b batch is split into")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str()->group(pp);
-  cmd.add_option("--pp-trace", o.pp_trace, "Draw each rank's measured forward/backward/send/recv timeline (SVG)")
-      ->group(pp);
+  add_strategy_flags(cmd, o.strategy_options);
 }
-
-namespace {
-
-// The flags only some strategies read, and which ones. Given under any other --strategy, a flag
-// is refused: silently ignoring it would hide a forgotten or mistyped --strategy. A new
-// strategy-specific flag (TP, 2D, PP) is one line here.
-struct StrategyFlag {
-  const char* flag;
-  std::vector<std::string> strategies;
-};
-const std::vector<StrategyFlag>& strategy_flags() {
-  static const std::vector<StrategyFlag> table = {
-      {"--verify-init", {"ddp"}},
-      {"--bucket-cap-mb", {"ddp"}},
-      {"--first-bucket-mb", {"ddp"}},
-      {"--grad-as-bucket-view", {"ddp"}},
-      {"--zero1", {"ddp"}},
-      // 2d shards its TP slices and pp its stages with FSDP (unless --dp-replicate: refused
-      // there below).
-      {"--reshard-after-forward", {"fsdp", "2d", "pp"}},  // also its --no- form
-      {"--prefetch", {"fsdp", "2d", "pp"}},
-      {"--mp-param-dtype", {"fsdp", "2d", "pp"}},
-      {"--mp-reduce-dtype", {"fsdp", "2d", "pp"}},
-      {"--cpu-offload", {"fsdp", "2d", "pp"}},
-      {"--checkpoint-activations", {"fsdp", "2d", "pp"}},
-      {"--tp", {"tp", "2d", "pp"}},
-      {"--sequence-parallel", {"tp", "2d"}},
-      {"--dp-replicate", {"2d", "pp"}},
-      {"--pp", {"pp"}},
-      {"--pp-split", {"pp"}},
-      {"--pp-schedule", {"pp"}},
-      {"--pp-virtual-stages", {"pp"}},
-      {"--microbatches", {"pp"}},
-      {"--pp-trace", {"pp"}},
-  };
-  return table;
-}
-
-void refuse_flags_of_other_strategies(const CLI::App& cmd, const std::string& strategy, bool dp_replicate) {
-  check_strategy_name(strategy);
-  for (const StrategyFlag& row : strategy_flags()) {
-    const CLI::Option* opt = cmd.get_option_no_throw(row.flag);
-    if (!opt) throw std::logic_error(std::string("strategy flag table names an unknown flag ") + row.flag);
-    if (opt->count() == 0) continue;
-    // A negated flag (--no-reshard-after-forward) is named as typed.
-    std::string typed = row.flag;
-    if (!opt->get_fnames().empty() && !opt->as<bool>()) typed = "--no-" + typed.substr(2);
-    const auto& allowed = row.strategies;
-    if (std::find(allowed.begin(), allowed.end(), strategy) == allowed.end()) {
-      throw UsageError(typed + " applies to --strategy " + join(allowed, " or ") + ", not " + strategy);
-    }
-    // --dp-replicate holds 2d's TP slices with DDP, pp's stages as replicas: an FSDP flag
-    // would have nothing to tune.
-    if (dp_replicate && strategy != "fsdp" && std::find(allowed.begin(), allowed.end(), "fsdp") != allowed.end()) {
-      throw UsageError(typed + " tunes FSDP, but --strategy " + strategy + " --dp-replicate " +
-                       (strategy == "2d" ? "replicates the TP slices with DDP" : "replicates each stage over the data-parallel ranks"));
-    }
-  }
-}
-
-}  // namespace
 
 void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
-  refuse_flags_of_other_strategies(cmd, o.strategy, o.dp_replicate);
+  refuse_flags_of_other_strategies(cmd, o.strategy, o.strategy_options);
   const bool builtin = o.dataset.rfind("builtin:", 0) == 0;
   if (builtin && cmd.count("--max-steps") == 0 && cmd.count("--num-epochs") == 0) {
     // `ddx train` as a first try: a few seconds, a loss that visibly falls, then done.
@@ -228,24 +127,6 @@ void finish_train_flags(const CLI::App& cmd, TrainOptions& o) {
 }
 
 namespace {
-
-// What the pipeline flags can be checked for before any rank starts; the world- and
-// model-dependent checks (--pp divides the world, stages fit the blocks) are pp_pipeline.cpp's.
-void validate_pipeline_flags(const TrainOptions& o) {
-  if (o.strategy != "pp") return;
-  const ScheduleKind& kind = find_schedule(o.pp_schedule);
-  if (o.batch_size % o.microbatches != 0) {
-    throw UsageError("--microbatches " + std::to_string(o.microbatches) + " does not divide -b " +
-                     std::to_string(o.batch_size));
-  }
-  if (o.pp_virtual_stages > 1 && !kind.interleaved) {
-    throw UsageError("--pp-virtual-stages " + std::to_string(o.pp_virtual_stages) +
-                     " needs --pp-schedule interleaved-1f1b (" + kind.name + " runs one stage per rank)");
-  }
-  if (!o.pp_trace.empty() && std::filesystem::is_directory(o.pp_trace)) {
-    throw UsageError("--pp-trace " + o.pp_trace + " is a folder; it takes the SVG file to write");
-  }
-}
 
 namespace fs = std::filesystem;
 
@@ -293,10 +174,8 @@ void validate(const TrainOptions& o) {
     throw UsageError("--grads-step " + std::to_string(o.grads_step) + " is past --max-steps " +
                      std::to_string(o.max_steps) + ": --grads-file would never be written");
   }
-  if ((!o.mp_param_dtype.empty() || !o.mp_reduce_dtype.empty()) && o.dtype != "fp32") {
-    throw UsageError("--mp-param-dtype/--mp-reduce-dtype need --dtype fp32 (the sharded master copy)");
-  }
-  validate_pipeline_flags(o);
+  check_fsdp_options(o.strategy_options.fsdp, o.dtype);
+  if (o.strategy == "pp") check_pp_options(o.strategy_options.pp, o.batch_size);
   refuse_replacing_metrics(o);
   // Every file the run writes is checked before it starts: a path that cannot be written is one
   // line, not an abort after the training it was meant to keep.

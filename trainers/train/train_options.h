@@ -1,11 +1,13 @@
 #pragma once
 // Everything `ddx train` can be told. Flags are the guide's (chapter 1) plus what a serious
-// trainer needs; the same options drive every parallel strategy.
+// trainer needs; each strategy's own options are its folder's (strategy_options.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "strategies/strategy_options.h"
 
 namespace ddx::train {
 
@@ -56,26 +58,8 @@ struct TrainOptions {
   double straggler_factor = 2.0;  // warn when a rank is this much slower than the median (0: off)
   double straggler_window_s = 2.0;  // ... on average over at least this long (and 8 logged steps)
 
-  // Strategy-specific knobs (read by the strategies that use them).
-  double bucket_cap_mb = 25;
-  double first_bucket_mb = 1;
-  bool grad_as_bucket_view = false;
-  bool zero1 = false;
-  bool reshard_after_forward = true;   // FSDP: free gathered blocks after forward (ZeRO-3)
-  int64_t prefetch = 1;                // FSDP: units whose all-gather starts early
-  std::string mp_param_dtype;          // FSDP: fp32 | bf16 for gathered parameters ("" = --dtype)
-  std::string mp_reduce_dtype;         // FSDP: fp32 | bf16 for the reduce-scatter ("" = param dtype)
-  bool cpu_offload = false;            // FSDP: shards, gradients and the update on the CPU
-  bool checkpoint_activations = false; // FSDP: recompute each block in backward
-  int64_t tp = 0;                      // TP: tensor-parallel ranks (0: the world size)
-  bool sequence_parallel = false;      // TP: norms and residuals on sequence slices
-  bool dp_replicate = false;           // 2D: DDP on the data-parallel dimension instead of FSDP
-  int64_t pp = 0;                      // PP: pipeline ranks (0: the world size)
-  std::vector<int64_t> pp_split;       // PP: first block of each stage after the first ([]: balanced)
-  std::string pp_schedule = "1f1b";    // PP: gpipe | 1f1b | interleaved-1f1b
-  int64_t pp_virtual_stages = 1;       // PP: stages per rank (interleaved-1f1b)
-  int64_t microbatches = 1;            // PP: pipeline micro-batches per -b batch
-  std::string pp_trace;                // PP: schedule picture (SVG)
+  // Each strategy's own options (strategies/strategy_options.h), its flags added by the registry.
+  StrategyOptions strategy_options;
 
   // Global batch size in sequences: batch_size x data-parallel size x grad_accum.
   int64_t global_batch(int dp_size) const { return batch_size * dp_size * grad_accum; }
@@ -85,7 +69,7 @@ struct TrainOptions {
 void add_train_flags(CLI::App& cmd, TrainOptions& options);
 
 // What only the parsed command line knows (which flags were given): refuses a strategy-specific
-// flag under a strategy that ignores it, and sizes a run on the built-in corpus with no length
+// flag under a strategy that ignores it (strategy_registry.h), and sizes a run on the built-in corpus with no length
 // flags as a demo (kDemoSteps steps, the schedule over them). Throws UsageError naming the flag.
 constexpr int64_t kDemoSteps = 300;
 void finish_train_flags(const CLI::App& cmd, TrainOptions& options);

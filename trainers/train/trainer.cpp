@@ -31,7 +31,6 @@
 #include "faults/dist/parameter_faults.h"
 #include "faults/faults.h"
 #include "models/causal_lm.h"
-#include "observe/detectors.h"
 #include "observe/gpu_stats.h"
 #include "observe/loss_plot.h"
 #include "observe/metrics.h"
@@ -41,8 +40,10 @@
 #include "observe/straggler_watch.h"
 #include "observe/top_progress.h"
 #include "optim/lr_schedule.h"
+#include "strategies/planted_bugs.h"
 #include "strategies/strategy.h"
-#include "train/test_breaks.h"
+#include "strategies/strategy_registry.h"
+#include "train/detectors.h"
 
 namespace ddx::train {
 namespace {
@@ -206,6 +207,8 @@ struct Run {
   std::unique_ptr<World> world;
   bool rank0 = false;
   models::ModelConfig model;
+  ParallelDims dims;     // the strategy's dimensions, resolved once from the flags and the world
+  RunSettings settings;  // what of the options every strategy reads
   std::unique_ptr<Strategy> strategy;
   json run_config;
   int64_t global_batch = 0;
@@ -266,7 +269,8 @@ void set_up(Run& run) {
 
   run.model = models::resolve_model_config(o.model);
   models::validate(run.model);
-  run.strategy = make_strategy(o.strategy, o, run.world->size());
+  run.dims = resolve_parallel_dims(o.strategy, o.strategy_options, run.world->size());
+  run.strategy = make_strategy(o.strategy, o.strategy_options, run.dims);
   auto tokenizer = data::load_tokenizer(o.tokenizer);
   if (tokenizer->vocab_size() > run.model.vocab_size) {
     throw UsageError("tokenizer " + o.tokenizer + " has " + std::to_string(tokenizer->vocab_size()) +
@@ -278,7 +282,8 @@ void set_up(Run& run) {
   if (o.uneven_tokens) run.run_config["uneven_tokens"] = true;  // other data: resuming without it is refused
   agree_on(*run.world, "the model configuration", run.model.hash());
 
-  StrategyContext context{o, run.model, *run.world, run.device, run.dtype};
+  run.settings = {o.seed, o.init_from, o.weight_decay, o.fused_adamw, o.seq_length, o.grad_accum};
+  StrategyContext context{run.settings, run.dims, run.model, *run.world, run.device, run.dtype};
   run.strategy->setup(context);
   // A detector this strategy cannot serve: refused, with a record naming the flag for suites
   // (the fault matrix) that asked for it.
@@ -287,10 +292,10 @@ void set_up(Run& run) {
     throw UsageError(flag + ": --strategy " + o.strategy + why);
   };
   if (o.nan_check && run.strategy->local_parameters().empty()) {
-    refuse("--nan-check", " does not expose its local parameters to the detectors yet (single, ddp and tp do)");
+    refuse("--nan-check", " does not expose its local parameters to the detectors yet (single, ddp, tp, 2d --dp-replicate and pp without FSDP do)");
   }
   if (o.replica_check_freq > 0 && run.strategy->owned_parameters().empty()) {
-    refuse("--replica-check-freq", " does not expose its parameters to the detectors yet (single, ddp, tp, fsdp and 2d do)");
+    refuse("--replica-check-freq", " does not expose its parameters to the detectors yet (single, ddp, tp, fsdp, 2d and pp do)");
   }
   run.global_batch = o.global_batch(run.strategy->dp_size());
   run.run_config["global_batch"] = run.global_batch;
@@ -402,7 +407,7 @@ struct StepResult {
 StepResult train_step(Run& run, const StepBatch& batch, int64_t step, double lr, PhaseTimes& times) {
   const TrainOptions& o = run.o;
   double loss_scale = 1.0 / static_cast<double>(batch.global_tokens);
-  if (test_breaks().local_mean) {
+  if (planted_bugs().local_mean) {
     loss_scale = 1.0 / (static_cast<double>(batch.local_tokens) * run.strategy->dp_size());  // the bug, on purpose
   }
   loss_scale *= faults::gradient_factor();  // NaN/Inf when a nan fault fires here

@@ -18,6 +18,12 @@ void Fnv1a64::update(const void* data, size_t size) {
   state_ = h;
 }
 
+uint64_t fnv1a64(std::string_view text) {
+  Fnv1a64 h(Fnv1a64::kStandardBasis);
+  h.update(text.data(), text.size());
+  return h.digest();
+}
+
 std::string Fnv1a64::hex() const {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(state_));

@@ -11,7 +11,7 @@
 #include "ddx/log.h"
 #include "observe/phase_timer.h"
 #include "strategies/parallel_mesh.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
@@ -50,16 +50,16 @@ void unflatten_into(const torch::Tensor& flat, std::vector<torch::Tensor>& ts) {
 }  // namespace
 
 // Data parallel over the whole world: the mesh has no dimension but dp.
-void DdpStrategy::setup(const StrategyContext& c) { setup_on(c, *build_parallel_mesh(c, {}).dp, {}); }
+void DdpStrategy::setup(const StrategyContext& c) { setup_on(c, *build_parallel_mesh(c).dp, {}); }
 
 void DdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split) {
   build(c, split);
   group_ = &group;
-  grad_as_bucket_view_ = c.options.grad_as_bucket_view;
-  zero1_ = c.options.zero1;
-  first_cap_bytes_ = megabytes_to_bytes(c.options.first_bucket_mb);
-  cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
-  start_from_rank0_weights(c.options.verify_init);
+  grad_as_bucket_view_ = options_.grad_as_bucket_view;
+  zero1_ = options_.zero1;
+  first_cap_bytes_ = megabytes_to_bytes(options_.first_bucket_mb);
+  cap_bytes_ = megabytes_to_bytes(options_.bucket_cap_mb);
+  start_from_rank0_weights(options_.verify_init);
 
   // Until gradients have been seen arriving, assume they arrive in reverse definition order
   // (the last layers first), as PyTorch's Reducer does.
@@ -168,7 +168,7 @@ void DdpStrategy::gradient_ready(int param) {
     // The accumulator replaced the view (e.g. it adopted the incoming gradient): alias again.
     if (grad_as_bucket_view_) p.mutable_grad() = view.view(p.sizes());
   }
-  if (test_breaks().scale_grad_rank == group_->rank()) view.mul_(test_breaks().scale_grad_factor);  // on purpose
+  if (planted_bugs().scale_grad_rank == group_->rank()) view.mul_(planted_bugs().scale_grad_factor);  // on purpose
   if (--pending_[b] == 0) launch_ready_buckets();
 }
 
@@ -180,7 +180,7 @@ void DdpStrategy::launch_ready_buckets() {
 void DdpStrategy::launch_bucket(size_t b) {
   CallSite site(CallSite::current() + " ddp bucket " + std::to_string(b));
   if (in_backward_) ++buckets_in_backward_;
-  if (static_cast<int>(b) == test_breaks().skip_bucket) return;  // the bug, on purpose
+  if (static_cast<int>(b) == planted_bugs().skip_bucket) return;  // the bug, on purpose
   works_.push_back(all_reduce(*group_, buckets_[b].flat, ReduceOp::Sum));
 }
 
@@ -210,17 +210,17 @@ double DdpStrategy::finish_gradients() {
       }
     }
   }
-  if (test_breaks().scale_grad_element_factor != 1.0 && parameters_[0].second.grad().defined()) {
+  if (planted_bugs().scale_grad_element_factor != 1.0 && parameters_[0].second.grad().defined()) {
     torch::NoGradGuard no_grad;  // the bug, on purpose: one element of the reduced gradient
     torch::Tensor flat = parameters_[0].second.mutable_grad().view({-1});
     const int64_t at = flat.abs().argmax().item<int64_t>();
-    flat.narrow(0, at, 1).mul_(test_breaks().scale_grad_element_factor);
+    flat.narrow(0, at, 1).mul_(planted_bugs().scale_grad_element_factor);
   }
   return waited;
 }
 
 double DdpStrategy::optimizer_step(double lr, double max_grad_norm) {
-  lr *= test_breaks().lr_factor;  // 1 unless the lr-scale bug is planted
+  lr *= planted_bugs().lr_factor;  // 1 unless the lr-scale bug is planted
   const double norm = ReplicatedStrategy::optimizer_step(lr, max_grad_norm);
   if (!rebuilt_) rebuild_buckets_in_arrival_order();
   return norm;

@@ -10,9 +10,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ddx/collectives.h"
+#include "strategies/ddp/ddp_options.h"
 #include "strategies/ddp/grad_buckets.h"
 #include "strategies/replicated/replicated_strategy.h"
 
@@ -20,6 +22,7 @@ namespace ddx::train {
 
 class DdpStrategy : public ReplicatedStrategy {
  public:
+  explicit DdpStrategy(DdpOptions options = {}) : options_(std::move(options)) {}
   void setup(const StrategyContext& context) override;
   int dp_rank() const override { return group_->rank(); }
   int dp_size() const override { return group_->size(); }
@@ -56,6 +59,7 @@ class DdpStrategy : public ReplicatedStrategy {
   void broadcast_owned_parameters();
 
   Group* group_ = nullptr;
+  DdpOptions options_;
   bool grad_as_bucket_view_ = false;
   bool zero1_ = false;
   int64_t first_cap_bytes_ = 0, cap_bytes_ = 0;

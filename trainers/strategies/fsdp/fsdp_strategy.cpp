@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "models/hf_checkpoint.h"
@@ -44,21 +44,21 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 }  // namespace
 
 // Data parallel over the whole world: the mesh has no dimension but dp.
-void FsdpStrategy::setup(const StrategyContext& c) { setup_on(c, *build_parallel_mesh(c, {}).dp, {}); }
+void FsdpStrategy::setup(const StrategyContext& c) { setup_on(c, *build_parallel_mesh(c).dp, {}); }
 
 void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models::TensorParallel& split,
                             const FsdpPieces& pieces) {
   group_ = &group;
   device_ = c.device;
   config_ = &c.model;
-  prefetch_ = static_cast<int>(c.options.prefetch);
-  checkpoint_activations_ = c.options.checkpoint_activations;
+  prefetch_ = static_cast<int>(options_.prefetch);
+  checkpoint_activations_ = options_.checkpoint_activations;
 
   FsdpPrecision precision;
   precision.shard = c.dtype;
-  precision.param = parse_dtype("--mp-param-dtype", c.options.mp_param_dtype, c.dtype);
-  precision.reduce = parse_dtype("--mp-reduce-dtype", c.options.mp_reduce_dtype, precision.param);
-  FsdpDevices devices{c.device, c.options.cpu_offload ? torch::Device(torch::kCPU) : c.device};
+  precision.param = parse_dtype("--mp-param-dtype", options_.mp_param_dtype, c.dtype);
+  precision.reduce = parse_dtype("--mp-reduce-dtype", options_.mp_reduce_dtype, precision.param);
+  FsdpDevices devices{c.device, options_.cpu_offload ? torch::Device(torch::kCPU) : c.device};
 
   // No rank ever holds the whole model: the skeleton has shapes but no bytes, and each rank
   // creates only its own rows below.
@@ -82,8 +82,8 @@ void FsdpStrategy::setup_on(const StrategyContext& c, Group& group, const models
     }
   }
   AdamWConfig config;
-  config.weight_decay = c.options.weight_decay;
-  config.fused = c.options.fused_adamw;
+  config.weight_decay = c.run.weight_decay;
+  config.fused = c.run.fused_adamw;
   optimizer_ = std::make_unique<AdamW>(config);
   int64_t shard_numel = 0;
   for (const auto& unit : units_) shard_numel += unit->layout().shard_numel;
@@ -135,7 +135,7 @@ void FsdpStrategy::build_units(const StrategyContext& c, const FsdpDevices& devi
     reshard_after_forward_.push_back(reshard);
     return static_cast<int>(units_.size() - 1);
   };
-  const bool reshard = c.options.reshard_after_forward;
+  const bool reshard = options_.reshard_after_forward;
   auto held_block = [&](int64_t i) { return pieces.blocks.empty() || pieces.blocks.at(i); };
   if (pieces.embeddings || pieces.head) root_ = add_unit("root", root_names, false);
   if (pieces.embeddings) embeddings_ = add_unit("embeddings", embedding_names, reshard);
@@ -181,8 +181,8 @@ void FsdpStrategy::initialise_shards(const StrategyContext& c, const models::Ten
     // A TP slice's rows are not rows of the full tensor (column slices, c_attn's three head
     // ranges): build this rank's slices as TP does, keep this rank's rows of them. The slice
     // (1/TP of the model) lives only during setup.
-    std::shared_ptr<models::CausalLM> slices = models::build_model(c.model, c.options.seed, torch::kCPU, torch::kFloat32, split);
-    if (!c.options.init_from.empty()) models::load_hf_weights(*slices, c.options.init_from);
+    std::shared_ptr<models::CausalLM> slices = models::build_model(c.model, c.run.seed, torch::kCPU, torch::kFloat32, split);
+    if (!c.run.init_from.empty()) models::load_hf_weights(*slices, c.run.init_from);
     std::map<std::string, torch::Tensor> by_name;
     for (auto& item : slices->named_parameters()) by_name[item.key()] = item.value();
     for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
@@ -192,9 +192,9 @@ void FsdpStrategy::initialise_shards(const StrategyContext& c, const models::Ten
   }
   std::map<std::string, models::HfSource> sources;
   // Headers only; each rank then reads the byte ranges of its own rows.
-  if (!c.options.init_from.empty()) sources = models::match_hf_tensors(c.model, parameter_shapes(), c.options.init_from);
+  if (!c.run.init_from.empty()) sources = models::match_hf_tensors(c.model, parameter_shapes(), c.run.init_from);
   for_each_owned([&](FsdpUnit& unit, size_t i, const ShardedParameter& p, int64_t begin, int64_t end) {
-    torch::Tensor rows = sources.empty() ? models::init_parameter(c.model, p.name, p.shape, c.options.seed, begin, end)
+    torch::Tensor rows = sources.empty() ? models::init_parameter(c.model, p.name, p.shape, c.run.seed, begin, end)
                                          : models::read_hf_rows(sources.at(p.name), begin, end);
     unit.owned_rows(i).copy_(rows);
   });

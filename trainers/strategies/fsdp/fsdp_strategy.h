@@ -3,7 +3,7 @@
 //
 // Units, in forward order: the root (parameters several units use, e.g. a tied embedding),
 // the embeddings, each transformer block, and the head (final norm + LM head). Every
-// parameter is sharded along dim 0 over the data-parallel group (fsdp_layout.h); a rank holds
+// parameter is sharded along dim 0 over the data-parallel group (shard_layout.h); a rank holds
 // only its rows of the weights, their gradients and their AdamW state.
 //
 // A step:
@@ -28,9 +28,10 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "optim/adamw.h"
 #include "strategies/fsdp/activation_checkpoint.h"
+#include "strategies/fsdp/fsdp_options.h"
 #include "strategies/fsdp/fsdp_unit.h"
 #include "strategies/strategy.h"
 
@@ -47,6 +48,7 @@ struct FsdpPieces {
 
 class FsdpStrategy : public Strategy {
  public:
+  explicit FsdpStrategy(FsdpOptions options = {}) : options_(std::move(options)) {}
   void setup(const StrategyContext& context) override;
   int dp_rank() const override { return group_->rank(); }
   int dp_size() const override { return group_->size(); }
@@ -96,12 +98,13 @@ class FsdpStrategy : public Strategy {
   std::map<std::string, torch::Tensor> gather_units(Held what);
   // Checkpoints of the strategies built on FSDP (2D, pipeline x FSDP): each rank's rows of the
   // parameters `writes` accepts, as blocks of the full tensors (`full_shapes`; TP slices placed
-  // by `shards`), one file per rank of `world` (fsdp_checkpoint.h's version 2), nothing
+  // by `shards`), one file per rank of `world` (sharded_checkpoint.h's version 2), nothing
   // gathered; and any checkpoint read back as this rank's rows.
   void save_blocks(const std::string& dir, Group& world, const ParameterShapes& full_shapes,
                    const models::ParameterShards& shards, const std::function<bool(const std::string&)>& writes);
   void load_blocks(const std::string& dir, const ParameterShapes& full_shapes, const models::ParameterShards& shards);
   std::vector<ShardEntry> shard_entries();
+  const FsdpOptions& fsdp_options() const { return options_; }
 
   Group* group_ = nullptr;
   int root_ = -1, embeddings_ = -1, head_ = -1;  // units (-1: none here)
@@ -123,6 +126,7 @@ class FsdpStrategy : public Strategy {
   void finish_pending_reduce_scatters();
   void note_memory();
 
+  FsdpOptions options_;
   torch::Device device_ = torch::kCPU;
   std::vector<bool> reshard_after_forward_;
   int prefetch_ = 1;

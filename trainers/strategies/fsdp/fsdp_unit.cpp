@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
@@ -158,7 +158,7 @@ void FsdpUnit::begin_reduce_scatter(Group& group) {
     }
   }
   drop_unsharded_gradients();
-  if (test_breaks().scale_grad_rank == rank_) reduce_input_.mul_(test_breaks().scale_grad_factor);  // on purpose
+  if (planted_bugs().scale_grad_rank == rank_) reduce_input_.mul_(planted_bugs().scale_grad_factor);  // on purpose
   reduce_output_ = torch::empty({layout_.shard_numel}, options);
   CallSite site(CallSite::current() + " fsdp reduce-scatter " + layout_.name);
   reduce_work_ = reduce_scatter(group, reduce_output_, reduce_input_, ReduceOp::Sum);
@@ -175,7 +175,7 @@ double FsdpUnit::finish_reduce_scatter() {
   torch::Tensor result = reduce_output_.to(devices_.shard, precision_.shard);
   reduce_output_ = torch::Tensor();
   // The bug the parity suite must catch: averaging on top of the global-token normalisation.
-  if (test_breaks().fsdp_double_divide) result = result / static_cast<double>(layout_.world_size * layout_.world_size);
+  if (planted_bugs().fsdp_double_divide) result = result / static_cast<double>(layout_.world_size * layout_.world_size);
   if (shard_grad_.defined()) {
     shard_grad_.add_(result);
   } else {

@@ -19,7 +19,7 @@
 
 #include "ddx/collectives.h"
 #include "ddx/process_group.h"
-#include "strategies/fsdp/fsdp_layout.h"
+#include "checkpoint/shard_layout.h"
 #include "strategies/held.h"
 
 namespace ddx::train {

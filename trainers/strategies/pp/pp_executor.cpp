@@ -5,7 +5,7 @@
 #include <string>
 
 #include "observe/phase_timer.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
@@ -146,7 +146,7 @@ double PipelineExecutor::run(const std::vector<MicroBatch>& micro, double loss_s
       runner_.before_backward(stage);
       if (stage == last) {
         // The parity self-test's planted bug: micro-batch 0 back-propagated twice.
-        if (test_breaks().pp_double_microbatch && mb == 0) saved.output.backward({}, /*retain_graph=*/true);
+        if (planted_bugs().pp_double_microbatch && mb == 0) saved.output.backward({}, /*retain_graph=*/true);
         saved.output.backward();
       } else {
         torch::autograd::backward({saved.output}, {grad});

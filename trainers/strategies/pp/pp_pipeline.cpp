@@ -9,31 +9,24 @@
 #include "strategies/parallel_mesh.h"
 #include "strategies/pp/pp_trace.h"
 #include "strategies/tp/tp_state.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
 
-// One-line errors for layouts the world or the model cannot take.
-void check_layout(const StrategyContext& c, int pp, int tp, const ScheduleKind& kind) {
-  const auto& o = c.options;
+// One-line errors for stages the model or the step cannot take (the degrees divide the world:
+// parallel_dims.cpp checked them).
+void check_layout(const StrategyContext& c, const PpOptions& o, int pp, const ScheduleKind& kind) {
   const std::string n = std::to_string(pp);
-  if (c.world.size() % pp != 0) {
-    throw UsageError("--pp " + n + " does not divide the world size " + std::to_string(c.world.size()));
-  }
-  if (c.world.size() % (pp * tp) != 0) {
-    throw UsageError("--pp " + n + " x --tp " + std::to_string(tp) + " = " + std::to_string(pp * tp) +
-                     " does not divide the world size " + std::to_string(c.world.size()));
-  }
-  const int64_t stages = pp * o.pp_virtual_stages;
+  const int64_t stages = pp * o.virtual_stages;
   if (stages > c.model.num_layers) {
-    throw UsageError((o.pp_virtual_stages > 1 ? "--pp " + n + " x --pp-virtual-stages " +
-                                                    std::to_string(o.pp_virtual_stages) + " = " +
+    throw UsageError((o.virtual_stages > 1 ? "--pp " + n + " x --pp-virtual-stages " +
+                                                    std::to_string(o.virtual_stages) + " = " +
                                                     std::to_string(stages) + " stages"
                                               : "--pp " + n) +
                      " exceeds the " + std::to_string(c.model.num_layers) + " blocks of model " + c.model.name);
   }
-  const int64_t m = o.microbatches * o.grad_accum;
+  const int64_t m = o.microbatches * c.run.grad_accum;
   if (kind.interleaved && m % pp != 0) {
     throw UsageError("--pp-schedule " + kind.name + " needs the step's micro-batches (--microbatches x --grad-accum = " +
                      std::to_string(m) + ") to be a multiple of --pp " + n);
@@ -42,22 +35,20 @@ void check_layout(const StrategyContext& c, int pp, int tp, const ScheduleKind& 
 
 }  // namespace
 
-void Pipeline::plan(const StrategyContext& c) {
-  const TrainOptions& o = c.options;
-  const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
-  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, c.world.size() / tp);
-  kind_ = &find_schedule(o.pp_schedule);
-  check_layout(c, pp, tp, *kind_);
+void Pipeline::plan(const StrategyContext& c, const PpOptions& o) {
+  const int pp = c.dims.pp;
+  kind_ = &find_schedule(o.schedule);
+  check_layout(c, o, pp, *kind_);
   // pp x dp (x tp), TP innermost and the pipeline outermost (parallel_mesh.h).
-  const ParallelMesh mesh = build_parallel_mesh(c, {.pp = pp, .tp = tp > 1 ? tp : 0});
+  const ParallelMesh mesh = build_parallel_mesh(c);
   pp_ = mesh.pp;
   dp_ = mesh.dp;
   tp_ = mesh.tp;
   dp_rank_ = mesh.dp_rank;
   microbatches_ = o.microbatches;
-  trace_path_ = o.pp_trace;
+  trace_path_ = o.trace;
   num_layers_ = static_cast<int>(c.model.num_layers);
-  virtual_stages_ = static_cast<int>(o.pp_virtual_stages);
+  virtual_stages_ = static_cast<int>(o.virtual_stages);
   const int stages = pp * virtual_stages_;
 
   // Shapes only: which piece each parameter belongs to (-1 embedding, num_layers head, else its
@@ -91,8 +82,8 @@ void Pipeline::plan(const StrategyContext& c) {
     tied_.insert(name);
     head_params += numel.at(name);  // the head multiplies by it too
   }
-  split_ = o.pp_split.empty() ? balanced_split(block_params, embedding_params, head_params, stages)
-                              : manual_split(o.pp_split, num_layers_, stages);
+  split_ = o.split.empty() ? balanced_split(block_params, embedding_params, head_params, stages)
+                           : manual_split(o.split, num_layers_, stages);
   // Stage s lives on pipeline rank s mod p.
   for (const auto& [name, shape] : full_shapes_) {
     const int64_t u = unit.at(name);
@@ -102,13 +93,13 @@ void Pipeline::plan(const StrategyContext& c) {
   }
   if (c.world.rank() == 0) {
     log::info("pipeline: ", mesh.describe(), "; ", stages, " stages (blocks ", split_.describe(), "), --pp-schedule ",
-              kind_->name, ", ", o.microbatches * o.grad_accum, " micro-batches per step");
+              kind_->name, ", ", o.microbatches * c.run.grad_accum, " micro-batches per step");
   }
 }
 
 models::TensorParallel Pipeline::tensor_parallel() const {
   models::TensorParallel split{tp_, false};
-  split.test_skip_input_reduce = tp_ != nullptr && test_breaks().tp_no_input_reduce;
+  split.test_skip_input_reduce = tp_ != nullptr && planted_bugs().tp_no_input_reduce;
   return split;
 }
 

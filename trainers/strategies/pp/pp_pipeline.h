@@ -11,13 +11,15 @@
 #include "checkpoint/state_files.h"
 #include "strategies/fsdp/fsdp_strategy.h"
 #include "strategies/pp/pp_executor.h"
+#include "strategies/pp/pp_options.h"
 
 namespace ddx::train {
 
 class Pipeline {
  public:
-  // Checks the layout (one-line UsageErrors), makes the mesh and cuts the blocks into stages.
-  void plan(const StrategyContext& c);
+  // Checks the stages against the model and the step (one-line UsageErrors), makes the mesh of
+  // c.dims and cuts the blocks into stages as `options` say.
+  void plan(const StrategyContext& c, const PpOptions& options);
   // Starts the executor: `runner` runs this rank's stages of `model`.
   void start(models::CausalLM& model, StageRunner& runner, torch::Device device, torch::Dtype activations);
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 #include "models/parallel_layers.h"
@@ -14,7 +14,7 @@
 #include "strategies/pp/pp_pipeline.h"
 #include "strategies/replicated/replicated_strategy.h"
 #include "strategies/tp/tp_state.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
@@ -28,10 +28,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // --init-from) and every parameter no stage of this rank uses is released.
 class PpStrategy : public ReplicatedStrategy {
  public:
+  explicit PpStrategy(PpOptions options) : options_(std::move(options)) {}
   void setup(const StrategyContext& c) override {
-    pipeline_.plan(c);
+    pipeline_.plan(c, options_);
     config_ = &c.model;
-    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
+    bucket_cap_bytes_ = megabytes_to_bytes(kDefaultBucketCapMb);
     build(c, pipeline_.tensor_parallel());
     shards_ = models::parameter_shards(*model_);
     NamedTensors held;
@@ -77,7 +78,7 @@ class PpStrategy : public ReplicatedStrategy {
     }
     std::vector<torch::Tensor> dp_grads;
     for (auto& [name, p] : parameters_) {
-      if (test_breaks().scale_grad_rank == pipeline_.dp_rank()) p.mutable_grad().mul_(test_breaks().scale_grad_factor);  // on purpose
+      if (planted_bugs().scale_grad_rank == pipeline_.dp_rank()) p.mutable_grad().mul_(planted_bugs().scale_grad_factor);  // on purpose
       dp_grads.push_back(p.grad());
     }
     sum_gradients_in_buckets(pipeline_.dp(), dp_grads, bucket_cap_bytes_);
@@ -130,6 +131,7 @@ class PpStrategy : public ReplicatedStrategy {
   }
 
  private:
+  PpOptions options_;
   Pipeline pipeline_;
   std::unique_ptr<StageRunner> runner_;
   const models::ModelConfig* config_ = nullptr;
@@ -144,8 +146,9 @@ class PpStrategy : public ReplicatedStrategy {
 // backward (the micro-batches before accumulate them unsharded, as FSDP's --grad-accum does).
 class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
  public:
+  PpFsdpStrategy(PpOptions options, const FsdpOptions& fsdp) : FsdpStrategy(fsdp), options_(std::move(options)) {}
   void setup(const StrategyContext& c) override {
-    pipeline_.plan(c);
+    pipeline_.plan(c, options_);
     world_ = &c.world.world();
     setup_on(c, pipeline_.dp(), pipeline_.tensor_parallel(), pipeline_.pieces());
     shards_ = models::parameter_shards(*model_);
@@ -158,7 +161,7 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
         if (pipeline_.tied().count(item.key())) tied.emplace_back(item.key(), item.value().sizes().vec());
       }
       tied_zeros_ = torch::zeros({make_unit_layout("root", tied, pipeline_.dp().size()).shard_numel},
-                                 torch::TensorOptions().dtype(c.dtype).device(c.options.cpu_offload ? torch::kCPU : c.device));
+                                 torch::TensorOptions().dtype(c.dtype).device(fsdp_options().cpu_offload ? torch::kCPU : c.device));
     }
     // Activations travel in the dtype the units compute in (--mp-param-dtype).
     pipeline_.start(*model_, *this, c.device, model_->parameters().front().scalar_type());
@@ -263,6 +266,7 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
     return units;
   }
 
+  PpOptions options_;
   Pipeline pipeline_;
   Group* world_ = nullptr;
   models::ParameterShards shards_;               // TP-split parameters (none without --tp)
@@ -271,33 +275,20 @@ class PpFsdpStrategy : public FsdpStrategy, private StageRunner {
   torch::Tensor tied_zeros_;
 };
 
-// FSDP's tuning flags that differ from their defaults (it has no way to know which were typed).
-std::string fsdp_flag_given(const TrainOptions& o) {
-  if (!o.reshard_after_forward) return "--no-reshard-after-forward";
-  if (o.prefetch != 1) return "--prefetch";
-  if (!o.mp_param_dtype.empty()) return "--mp-param-dtype";
-  if (!o.mp_reduce_dtype.empty()) return "--mp-reduce-dtype";
-  if (o.cpu_offload) return "--cpu-offload";
-  if (o.checkpoint_activations) return "--checkpoint-activations";
-  return "";
-}
-
 }  // namespace
 
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& o, int world) {
-  if (o.dp_replicate) return std::make_unique<PpStrategy>();  // FSDP's flags are refused with it (train_options.cpp)
+std::unique_ptr<Strategy> make_pp_strategy(const PpOptions& pp, const FsdpOptions& fsdp, const ParallelDims& dims) {
+  // FSDP's flags are refused with --dp-replicate (strategy_registry.cpp).
+  if (dims.dp_replicate) return std::make_unique<PpStrategy>(pp);
   // The world size decides whether there is a data-parallel dimension to shard over.
-  const int tp = o.tp > 0 ? static_cast<int>(o.tp) : 1;
-  const int pp = o.pp > 0 ? static_cast<int>(o.pp) : std::max(1, world / tp);
-  if (pp < 1 || pp * tp > world || world % (pp * tp) != 0) return std::make_unique<PpStrategy>();  // setup names the error
-  if (world / (pp * tp) > 1) return std::make_unique<PpFsdpStrategy>();
-  const std::string flag = fsdp_flag_given(o);
+  if (dims.dp() > 1) return std::make_unique<PpFsdpStrategy>(pp, fsdp);
+  const std::string flag = fsdp.changed_flag();
   if (!flag.empty()) {
-    throw UsageError(flag + " tunes FSDP on the data-parallel ranks, but --pp " + std::to_string(pp) +
-                     (tp > 1 ? " x --tp " + std::to_string(tp) : "") + " on " + std::to_string(world) +
+    throw UsageError(flag + " tunes FSDP on the data-parallel ranks, but --pp " + std::to_string(dims.pp) +
+                     (dims.tp > 1 ? " x --tp " + std::to_string(dims.tp) : "") + " on " + std::to_string(dims.world) +
                      " ranks leaves none");
   }
-  return std::make_unique<PpStrategy>();
+  return std::make_unique<PpStrategy>(pp);
 }
 
 }  // namespace ddx::train

@@ -23,7 +23,7 @@
 //  - clipping: the norm's squares are summed over the pipeline (and FSDP's rows over dp), a
 //    tied parameter counted once;
 //  - checkpoints: sharded, each rank writing its stages' parameters (rows split over the dp
-//    ranks) as pieces of the full tensors (fsdp_checkpoint.h), so a pipeline checkpoint
+//    ranks) as pieces of the full tensors (sharded_checkpoint.h), so a pipeline checkpoint
 //    loads under any strategy and any checkpoint loads here, each rank reading its stages'.
 #include <memory>
 
@@ -31,8 +31,8 @@
 
 namespace ddx::train {
 
-// `--strategy pp` on `world_size` ranks: over FSDP on the data-parallel dimension unless
-// --dp-replicate (or the world leaves none).
-std::unique_ptr<Strategy> make_pp_strategy(const TrainOptions& options, int world_size);
+// `--strategy pp` on the dimensions `dims`: over FSDP (with `fsdp`) on the data-parallel
+// dimension unless --dp-replicate (or the world leaves none).
+std::unique_ptr<Strategy> make_pp_strategy(const PpOptions& pp, const FsdpOptions& fsdp, const ParallelDims& dims);
 
 }  // namespace ddx::train

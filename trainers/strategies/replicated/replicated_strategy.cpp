@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "models/hf_checkpoint.h"
 #include "observe/phase_timer.h"
 
@@ -17,12 +17,12 @@ void ReplicatedStrategy::setup(const StrategyContext& c) {
 void ReplicatedStrategy::build(const StrategyContext& c, const models::TensorParallel& tp) {
   world_ = &c.world;
   device_ = c.device;
-  model_ = models::build_model(c.model, c.options.seed, c.device, c.dtype, tp);
-  if (!c.options.init_from.empty()) models::load_hf_weights(*model_, c.options.init_from);
+  model_ = models::build_model(c.model, c.run.seed, c.device, c.dtype, tp);
+  if (!c.run.init_from.empty()) models::load_hf_weights(*model_, c.run.init_from);
   for (auto& item : model_->named_parameters()) parameters_.emplace_back(item.key(), item.value());
   AdamWConfig config;
-  config.weight_decay = c.options.weight_decay;
-  config.fused = c.options.fused_adamw;
+  config.weight_decay = c.run.weight_decay;
+  config.fused = c.run.fused_adamw;
   optimizer_ = std::make_unique<AdamW>(config);
 }
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 #include "checkpoint/state_files.h"
 #include "models/tensor_parallel.h"
 #include "optim/adamw.h"
@@ -57,7 +57,7 @@ struct LocalRows {
 LocalRows read_tp_rows(const CheckpointRows& reader, const std::string& name, const models::ParameterShards& shards,
                        int64_t begin, int64_t end, const torch::Tensor& like);
 
-// Sharded TP and 2D checkpoints (fsdp_checkpoint.h's format, version 2): each rank writes the
+// Sharded TP and 2D checkpoints (sharded_checkpoint.h's format, version 2): each rank writes the
 // blocks of the full tensors its rows hold; a block several ranks hold (a replicated
 // parameter, or every slice under --dp-replicate) is written by one of them only.
 class TpCheckpointWriter {

@@ -3,33 +3,29 @@
 #include "ddx/collectives.h"
 #include "ddx/errors.h"
 #include "models/parallel_layers.h"
+#include "strategies/ddp/ddp_options.h"
 #include "strategies/ddp/grad_buckets.h"
 #include "strategies/parallel_mesh.h"
 #include "strategies/tp/tp_state.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 
 // Tensor parallelism applied: one TP group over every rank, the model built with its blocks and
 // vocabulary split over it, and the list of which parameters are slices.
 void TpStrategy::setup(const StrategyContext& c) {
-  const int tp = c.options.tp > 0 ? static_cast<int>(c.options.tp) : c.world.size();
-  if (tp != c.world.size()) {
-    throw UsageError("--tp " + std::to_string(tp) + " does not match the world size " + std::to_string(c.world.size()) +
-                     ": --strategy tp puts every rank in one tensor-parallel group (--strategy 2d adds data parallelism)");
-  }
-  group_ = build_parallel_mesh(c, {.tp = tp}).tp;
-  sequence_parallel_ = c.options.sequence_parallel;
-  bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
+  group_ = build_parallel_mesh(c).tp;  // c.dims: tp = the world (parallel_dims.cpp)
+  sequence_parallel_ = c.dims.sequence_parallel;
+  bucket_cap_bytes_ = megabytes_to_bytes(kDefaultBucketCapMb);
   models::TensorParallel split{group_, sequence_parallel_};
-  split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
+  split.test_skip_input_reduce = planted_bugs().tp_no_input_reduce;
   build(c, split);
   shards_ = models::parameter_shards(*model_);
   config_ = &c.model;
 }
 
 double TpStrategy::finish_gradients() {
-  if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return 0.0;  // the planted bug, on purpose
+  if (!sequence_parallel_ || planted_bugs().sp_no_replicated_reduce) return 0.0;  // the planted bug, on purpose
   // The replicated parameters ran on each rank's sequence slice: their gradients are partial sums.
   std::vector<torch::Tensor> grads;
   for (auto& [name, p] : parameters_) {

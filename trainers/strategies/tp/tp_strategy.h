@@ -10,7 +10,7 @@
 //  - clipping: the global norm counts each shard once and each replicated parameter once;
 //  - AdamW updates each rank's slices (element-wise: bit-identical to the same slices of the
 //    single-device update);
-//  - checkpoints: sharded (fsdp_checkpoint.h, index version 2): each rank writes the blocks of
+//  - checkpoints: sharded (sharded_checkpoint.h, index version 2): each rank writes the blocks of
 //    the full tensors it holds (rank 0 the replicated parameters) and rank 0 an index of their
 //    global offsets, so nothing is gathered; they resume here and load under any other
 //    strategy and world size (and any checkpoint loads here: each rank reads its slices).

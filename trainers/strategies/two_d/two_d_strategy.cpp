@@ -4,44 +4,39 @@
 #include "ddx/errors.h"
 #include "ddx/log.h"
 #include "models/parallel_layers.h"
+#include "strategies/ddp/ddp_options.h"
 #include "strategies/ddp/ddp_strategy.h"
 #include "strategies/ddp/grad_buckets.h"
 #include "strategies/fsdp/fsdp_strategy.h"
 #include "strategies/parallel_mesh.h"
 #include "strategies/tp/tp_state.h"
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 namespace ddx::train {
 namespace {
 
-// The dp x tp mesh, after one-line errors for a --tp the world or the model cannot take.
+// The dp x tp mesh of c.dims (--tp required and dividing the world: parallel_dims.cpp), after
+// one-line errors for a --tp the model cannot take.
 ParallelMesh make_mesh(const StrategyContext& c) {
-  if (c.options.tp <= 0) {
-    throw UsageError("--strategy 2d needs --tp M: the ranks of each tensor-parallel group (data parallelism over world / M)");
-  }
-  const int tp = static_cast<int>(c.options.tp), world = c.world.size();
-  if (world % tp != 0) {
-    throw UsageError("--tp " + std::to_string(tp) + " does not divide the world size " + std::to_string(world) +
-                     ": --strategy 2d needs world = dp x tp");
-  }
-  ParallelMesh mesh = build_parallel_mesh(c, {.tp = tp});
+  ParallelMesh mesh = build_parallel_mesh(c);
   log::debug("2d: ", mesh.describe());
   return mesh;
 }
 
 models::TensorParallel split_over(Group* tp, bool sequence_parallel) {
   models::TensorParallel split{tp, sequence_parallel};
-  split.test_skip_input_reduce = test_breaks().tp_no_input_reduce;
+  split.test_skip_input_reduce = planted_bugs().tp_no_input_reduce;
   return split;
 }
 
 // TP slices sharded over dp by FSDP.
 class TwoDFsdpStrategy : public FsdpStrategy {
  public:
+  explicit TwoDFsdpStrategy(const FsdpOptions& options) : FsdpStrategy(options) {}
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
-    sequence_parallel_ = c.options.sequence_parallel;
-    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
+    sequence_parallel_ = c.dims.sequence_parallel;
+    bucket_cap_bytes_ = megabytes_to_bytes(kDefaultBucketCapMb);
     setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
     NamedTensors local;  // skeleton tensors: shapes only
@@ -51,7 +46,7 @@ class TwoDFsdpStrategy : public FsdpStrategy {
 
   double finish_gradients() override {
     double waited = FsdpStrategy::finish_gradients();
-    if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
+    if (!sequence_parallel_ || planted_bugs().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
     // The dp-reduced rows of the replicated parameters, still partial over the TP group.
     std::vector<torch::Tensor> grads;
     for (const auto& unit : units_) {
@@ -102,15 +97,15 @@ class TwoDReplicateStrategy : public DdpStrategy {
   void setup(const StrategyContext& c) override {
     mesh_ = make_mesh(c);
     config_ = &c.model;
-    sequence_parallel_ = c.options.sequence_parallel;
-    bucket_cap_bytes_ = megabytes_to_bytes(c.options.bucket_cap_mb);
+    sequence_parallel_ = c.dims.sequence_parallel;
+    bucket_cap_bytes_ = megabytes_to_bytes(kDefaultBucketCapMb);
     setup_on(c, *mesh_.dp, split_over(mesh_.tp, sequence_parallel_));
     shards_ = models::parameter_shards(*model_);
   }
 
   double finish_gradients() override {
     double waited = DdpStrategy::finish_gradients();
-    if (!sequence_parallel_ || test_breaks().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
+    if (!sequence_parallel_ || planted_bugs().sp_no_replicated_reduce) return waited;  // the planted bug, on purpose
     std::vector<torch::Tensor> grads;  // dp-reduced, still partial over the TP group
     for (auto& [name, p] : parameters_) {
       if (!shards_.count(name)) grads.push_back(p.grad());
@@ -147,9 +142,10 @@ class TwoDReplicateStrategy : public DdpStrategy {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_two_d_strategy(const TrainOptions& options) {
-  if (options.dp_replicate) return std::make_unique<TwoDReplicateStrategy>();
-  return std::make_unique<TwoDFsdpStrategy>();
+std::unique_ptr<Strategy> make_two_d_strategy(const FsdpOptions& fsdp, const ParallelDims& dims) {
+  // DDP's own flags are not 2d's: its replicas run with DDP's defaults.
+  if (dims.dp_replicate) return std::make_unique<TwoDReplicateStrategy>();
+  return std::make_unique<TwoDFsdpStrategy>(fsdp);
 }
 
 }  // namespace ddx::train

@@ -16,6 +16,7 @@
 
 namespace ddx::train {
 
-std::unique_ptr<Strategy> make_two_d_strategy(const TrainOptions& options);
+// FSDP over the dp dimension with `fsdp`, or DDP when dims.dp_replicate.
+std::unique_ptr<Strategy> make_two_d_strategy(const FsdpOptions& fsdp, const ParallelDims& dims);
 
 }  // namespace ddx::train

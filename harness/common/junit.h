@@ -1,7 +1,7 @@
 #pragma once
 // JUnit XML, the format CI systems read test results from: one testsuite of test cases, a
 // <failure> in each case that failed. Shared by every report that a CI job should show per case
-// (`ddx parity`, `ddx fault matrix`).
+// (`ddx parity`, `ddx fault matrix`, `ddx validate`).
 #include <string>
 #include <vector>
 

@@ -1,5 +1,6 @@
 #pragma once
-// Sharded checkpoints (FSDP, TP, 2D). A checkpoint folder holds:
+// The sharded checkpoint format that fsdp, tp, 2d and pp share (the file names keep FSDP's,
+// which wrote it first). A checkpoint folder holds:
 //
 //   shard-<r>-of-<W>.safetensors  rank r's pieces of every parameter it owns: <name> (FSDP:
 //                                 rows [row_begin, row_end) of dim 0) or <name>@<o0>,<o1>,...

@@ -1,4 +1,4 @@
-#include "observe/detectors.h"
+#include "train/detectors.h"
 
 #include <torch/torch.h>
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "strategies/fsdp/fsdp_layout.h"
+#include "checkpoint/shard_layout.h"
 
 namespace ddx::train {
 namespace {

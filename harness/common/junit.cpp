@@ -1,4 +1,4 @@
-#include "ddx/junit.h"
+#include "harness/common/junit.h"
 
 #include <sstream>
 

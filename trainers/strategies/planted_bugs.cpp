@@ -1,12 +1,12 @@
-#include "train/test_breaks.h"
+#include "strategies/planted_bugs.h"
 
 #include "faults/faults.h"
 
 namespace ddx::train {
 namespace {
 
-TestBreaks read() {
-  TestBreaks b;
+PlantedBugs read() {
+  PlantedBugs b;
   b.local_mean = faults::find_any("local-mean") != nullptr;
   if (const faults::FaultSpec* s = faults::find_any("scale-grad")) {
     b.scale_grad_rank = s->rank;
@@ -28,8 +28,8 @@ TestBreaks read() {
 
 }  // namespace
 
-const TestBreaks& test_breaks() {
-  static const TestBreaks breaks = read();
+const PlantedBugs& planted_bugs() {
+  static const PlantedBugs breaks = read();
   return breaks;
 }
 

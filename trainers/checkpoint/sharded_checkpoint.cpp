@@ -1,4 +1,4 @@
-#include "checkpoint/fsdp_checkpoint.h"
+#include "checkpoint/sharded_checkpoint.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +13,7 @@
 #include "ddx/errors.h"
 #include "ddx/text.h"
 #include "models/safetensors.h"
-#include "strategies/fsdp/fsdp_layout.h"
+#include "checkpoint/shard_layout.h"
 
 namespace ddx::train {
 namespace {

@@ -1,5 +1,5 @@
 // The fault grammar, its one parser and the injection point, without processes (the faults'
-// effects on real jobs are tested in tests/dist/faults_test.cpp).
+// effects on real jobs are tested in tests/dist/fault_injection_test.cpp).
 #include <gtest/gtest.h>
 
 #include "ddx/errors.h"

@@ -1,5 +1,5 @@
 #pragma once
-// The parity self-test's planted bugs as the trainer sees them, so the suite can prove it
+// The parity self-test's planted bugs as the strategies and the loop see them, so the suite can prove it
 // catches each kind of bug. They are fault kinds (faults/kinds/planted_bugs.cpp), set like any
 // fault with DDX_FAULT (never a --help flag), e.g. DDX_FAULT='scale-grad@rank=1,factor=1.001':
 //   local-mean                    normalise each rank's loss by its own token count, then average
@@ -23,7 +23,7 @@
 
 namespace ddx::train {
 
-struct TestBreaks {
+struct PlantedBugs {
   bool local_mean = false;
   int scale_grad_rank = -1;
   double scale_grad_factor = 1.0;
@@ -37,6 +37,6 @@ struct TestBreaks {
 };
 
 // Read once from the process's faults (faults/faults.h), which announce() has already checked.
-const TestBreaks& test_breaks();
+const PlantedBugs& planted_bugs();
 
 }  // namespace ddx::train

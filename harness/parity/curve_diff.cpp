@@ -1,4 +1,4 @@
-#include "ddx/curve_diff.h"
+#include "harness/parity/curve_diff.h"
 
 #include <algorithm>
 #include <cmath>

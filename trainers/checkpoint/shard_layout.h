@@ -1,6 +1,7 @@
 #pragma once
-// How FSDP lays a unit's parameters out over the ranks (no LibTorch: pure index arithmetic,
-// shared by the strategy, its checkpoints and `ddx checkpoint consolidate`).
+// How a sharded unit's parameters are laid out over the ranks (no LibTorch: pure index
+// arithmetic). FSDP's units use it, and so does the sharded checkpoint format that fsdp, tp, 2d
+// and pp share (sharded_checkpoint.h) and `ddx checkpoint consolidate`: it lives with the format.
 //
 // Every parameter is split along dim 0 as torch.chunk(param, W, dim=0) splits it (FSDP2's
 // Shard(0)): with c = ceil(rows / W), rank r owns rows [min(r*c, rows), min((r+1)*c, rows)),

@@ -1,4 +1,4 @@
-#include "strategies/fsdp/fsdp_layout.h"
+#include "checkpoint/shard_layout.h"
 
 #include <algorithm>
 #include <stdexcept>
