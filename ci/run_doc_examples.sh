@@ -334,9 +334,10 @@ check_validate_output() {
   fi
   mapfile -t with_baseline < <(validate_stages "$work/.stages-baseline" --baseline "$work/.stages/validate.json")
   rm -rf "$work/.stages" "$work/.stages-baseline"
-  local where k n name baseline bad=0
+  local where k n name baseline bad=0 checked=0
   local -a expected
   while IFS=$'\t' read -r where k n name baseline; do
+    checked=$((checked + 1))
     if [[ $baseline == 1 ]]; then expected=("${with_baseline[@]}"); else expected=("${plain[@]}"); fi
     if [[ $n != "${#expected[@]}" ]]; then
       echo "FAIL  $where: shows [$k/$n] $name, but ddx validate has ${#expected[@]} stages now: ${expected[*]}"
@@ -346,7 +347,12 @@ check_validate_output() {
       bad=$((bad + 1))
     fi
   done < <(shown_validate_stages)
-  echo "validate output on the pages: ${#plain[@]} stages (${#with_baseline[@]} with --baseline), $bad line(s) wrong"
+  # No stage line found means the pattern no longer matches the pages' output: a check of nothing.
+  if [[ $checked == 0 ]]; then
+    echo "FAIL  no '[k/N] stage ... PASS|FAIL|SKIP' line found on any page: the pattern no longer matches"
+    bad=1
+  fi
+  echo "validate output on the pages: ${#plain[@]} stages (${#with_baseline[@]} with --baseline), $checked line(s) checked, $bad wrong"
   failed=$((failed + bad))
 }
 [[ $list_only == 1 ]] || check_validate_output
