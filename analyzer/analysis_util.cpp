@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::analyze {
 

@@ -12,9 +12,9 @@
 #include "analyzer/entry_listing.h"
 #include "analyzer/report.h"
 #include "analyzer/timeline.h"
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
 
 namespace ddx::cli {
 

@@ -12,7 +12,7 @@
 
 #include "analyzer/analysis_util.h"
 #include "analyzer/diagnosis.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::analyze::detail {
 namespace {

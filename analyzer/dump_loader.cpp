@@ -19,7 +19,7 @@
 #include "analyzer/dump_value.h"
 #include "analyzer/pickle_value.h"
 #include "analyzer/pytorch_dump.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::analyze {
 namespace {

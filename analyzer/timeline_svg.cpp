@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "analyzer/timeline.h"
-#include "ddx/svg_plot.h"
+#include "ddx/text/svg_plot.h"
 
 namespace ddx::analyze {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// What `ddx analyze` reads: every rank's flight recorder dump (ddx/flight_recorder.h describes
+// What `ddx analyze` reads: every rank's flight recorder dump (ddx/watchdog/flight_recorder.h describes
 // the file), as plain structs. No LibTorch; nothing here depends on the runtime.
 #include <cstdint>
 #include <map>

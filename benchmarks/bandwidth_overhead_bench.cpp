@@ -20,9 +20,9 @@
 #include "bandwidth/stats.h"
 #include "bandwidth/torch/gloo_engine.h"
 #include "ddx/collectives.h"
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace {
 

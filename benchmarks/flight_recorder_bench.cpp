@@ -3,7 +3,7 @@
 // observer registered. The budget is well under a microsecond per collective.
 #include <benchmark/benchmark.h>
 
-#include "ddx/flight_recorder.h"
+#include "ddx/watchdog/flight_recorder.h"
 
 namespace {
 

@@ -9,11 +9,11 @@
 
 #include "cli/commands.h"
 #include "cli/usage_errors.h"
-#include "ddx/env.h"
-#include "ddx/error_report.h"
-#include "ddx/errors.h"
-#include "ddx/job_events.h"
-#include "ddx/log.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/text/log.h"
 #include "faults/faults.h"
 
 namespace {

@@ -4,9 +4,9 @@
 #include <optional>
 #include <regex>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
-#include "ddx/usage_exit_code.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
+#include "ddx/errors/usage_exit_code.h"
 
 namespace ddx::cli {
 namespace {

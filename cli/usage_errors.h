@@ -15,7 +15,7 @@ std::string describe_parse_error(const CLI::App& app, const std::vector<std::str
                                  const CLI::ParseError& error);
 
 // The exit code bad input to a command gets: ddx::kExitUsage (2), unless the innermost
-// subcommand named in `args`, or one around it, declared another (ddx/usage_exit_code.h).
+// subcommand named in `args`, or one around it, declared another (ddx/errors/usage_exit_code.h).
 int usage_exit_code(const CLI::App& app, const std::vector<std::string>& args);
 
 }  // namespace ddx::cli

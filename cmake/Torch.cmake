@@ -93,6 +93,14 @@ target_precompile_headers(ddx_torch_pch PRIVATE ${CMAKE_SOURCE_DIR}/cmake/torch_
 # they compile without the precompiled one. Loading it costs about 6 s per file on 2 cores, more
 # than most of them cost themselves (0.3-8 s without it). Paths are relative to the calling
 # folder; a name that no longer exists stops the configure, so a moved file is noticed.
+#
+# A library's other sources are also compiled one folder at a time (a unity build: one generated
+# file includes the folder's .cpp files): each LibTorch translation unit pays ~7 s before its own
+# first line (the precompiled header and its debug information) and instantiates the same
+# LibTorch templates again, so fewer, larger ones build the `ddx` target faster. Files of one
+# folder must therefore not define the same name twice, even in an anonymous namespace.
+# -DDDX_UNITY_BUILD=OFF compiles every file on its own (a quicker rebuild after editing one).
+option(DDX_UNITY_BUILD "Compile each LibTorch library folder as one translation unit" ON)
 function(ddx_torch_pch target)
   cmake_parse_arguments(PCH "" "" "SKIP" ${ARGN})
   target_precompile_headers(${target} REUSE_FROM ddx_torch_pch)
@@ -100,6 +108,45 @@ function(ddx_torch_pch target)
     if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${source})
       message(FATAL_ERROR "ddx_torch_pch(${target} SKIP ...): no file ${CMAKE_CURRENT_SOURCE_DIR}/${source}")
     endif()
-    set_source_files_properties(${source} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    set_source_files_properties(${source} PROPERTIES SKIP_PRECOMPILE_HEADERS ON SKIP_UNITY_BUILD_INCLUSION ON)
   endforeach()
+  get_target_property(type ${target} TYPE)
+  if(DDX_UNITY_BUILD AND type STREQUAL "STATIC_LIBRARY")
+    # Deferred to the end of the calling folder's CMakeLists.txt: sources are still being added.
+    # (EVAL: a deferred call's arguments are otherwise expanded when it runs, not now.)
+    cmake_language(EVAL CODE "cmake_language(DEFER CALL _ddx_unity_by_folder [[${target}]])")
+  endif()
+endfunction()
+
+# One unity group per folder with two or more of the target's LibTorch sources; a folder's lone
+# file compiles as it is.
+function(_ddx_unity_by_folder target)
+  get_target_property(sources ${target} SOURCES)
+  set(folders "")
+  foreach(source IN LISTS sources)
+    get_source_file_property(skip ${source} SKIP_PRECOMPILE_HEADERS)
+    if(skip OR NOT source MATCHES "\\.cpp$")
+      continue()
+    endif()
+    get_filename_component(path ${source} ABSOLUTE)
+    get_filename_component(folder ${path} DIRECTORY)
+    file(RELATIVE_PATH folder ${CMAKE_SOURCE_DIR} ${folder})
+    string(MAKE_C_IDENTIFIER "${folder}" group)
+    list(APPEND folders ${group})
+    list(APPEND "members_${group}" ${source})
+  endforeach()
+  list(REMOVE_DUPLICATES folders)
+  set(grouped FALSE)
+  foreach(group IN LISTS folders)
+    list(LENGTH "members_${group}" count)
+    if(count GREATER 1)
+      set_source_files_properties(${members_${group}} PROPERTIES UNITY_GROUP ${group})
+      set(grouped TRUE)
+    else()
+      set_source_files_properties(${members_${group}} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+  if(grouped)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
+  endif()
 endfunction()

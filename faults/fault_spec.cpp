@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "ddx/env.h"
-#include "ddx/errors.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
 #include "faults/kind.h"
 
 namespace ddx::faults {

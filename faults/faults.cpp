@@ -2,11 +2,11 @@
 
 #include <mutex>
 
-#include "ddx/errors.h"
-#include "ddx/job_events.h"
-#include "ddx/rendezvous.h"
-#include "ddx/log.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/text/log.h"
+#include "ddx/text/text.h"
 
 namespace ddx::faults {
 namespace {

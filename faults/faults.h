@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "faults/fault_spec.h"
 #include "faults/kind.h"
 

@@ -1,6 +1,6 @@
 #include "faults/kind.h"
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::faults {
 

@@ -5,7 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::launcher {
 namespace {

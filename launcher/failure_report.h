@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ddx/error_report.h"
-#include "ddx/verdict.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/verdict.h"
 
 namespace ddx::launcher {
 
@@ -15,7 +15,7 @@ enum class WorkerOutcome {
   Succeeded,   // exit 0
   Failed,      // failed on its own: before the launcher stopped the group, or with its own error after
   Stopped,     // ended by the launcher's SIGTERM/SIGKILL after another rank failed
-  Verdict,     // exited with the verdict its job reported (ddx/verdict.h): the job's answer, not a failure
+  Verdict,     // exited with the verdict its job reported (ddx/errors/verdict.h): the job's answer, not a failure
 };
 
 struct WorkerFailureInfo {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "ddx/env.h"
-#include "ddx/errors.h"
-#include "ddx/rendezvous.h"
-#include "ddx/shm_namespace.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/processes/shm_namespace.h"
 #include "launcher/launch_command.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"

@@ -1,4 +1,4 @@
-#include "ddx/byte_sizes.h"
+#include "ddx/text/byte_sizes.h"
 #include "launcher/launch_options.h"
 
 #include <arpa/inet.h>
@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::launcher {
 namespace {

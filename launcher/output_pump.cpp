@@ -25,7 +25,7 @@ void write_all(int fd, const std::string& text) {
 }
 
 // Whether `line` starts with ddx's own log prefix for `rank` ("[rank 3/8 host:pid] I ...", made
-// by ddx::log in runtime/src/core/log.cpp): it already says which rank wrote it.
+// by ddx::log in runtime/src/text/log.cpp): it already says which rank wrote it.
 bool carries_ddx_rank_prefix(const std::string& line, int rank) {
   return line.rfind("[rank " + std::to_string(rank) + "/", 0) == 0;
 }

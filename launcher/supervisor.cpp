@@ -13,10 +13,10 @@
 #include <optional>
 #include <string>
 
-#include "ddx/env.h"
-#include "ddx/error_report.h"
-#include "ddx/job_events.h"
-#include "ddx/verdict.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/errors/verdict.h"
 #include "faults/faults.h"
 #include "launcher/failure_report.h"
 #include "launcher/orphan_cleanup.h"
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 // How long the output pump may wait for pipes after the workers are gone.
 constexpr auto kOutputDrainTimeout = std::chrono::seconds(2);
 // How long the other workers have to exit after the first reported its job's verdict: they
-// reached the same verdict together and are only shutting down (ddx/verdict.h).
+// reached the same verdict together and are only shutting down (ddx/errors/verdict.h).
 constexpr auto kVerdictExitWait = std::chrono::seconds(30);
 
 // The signals the launcher waits for with sigtimedwait(): blocked on every thread, so they
@@ -75,7 +75,7 @@ struct AttemptResult {
   Clock::time_point verdict_time;
 };
 
-// The verdict a worker exited with: its error file holds one (ddx/verdict.h) with the code it
+// The verdict a worker exited with: its error file holds one (ddx/errors/verdict.h) with the code it
 // exited with. A worker that crashed, or exited with another code, failed.
 std::optional<JobVerdict> exit_verdict(const WorkerProcess& w) {
   if (!w.exited || !WIFEXITED(w.wait_status) || WEXITSTATUS(w.wait_status) == 0) return std::nullopt;

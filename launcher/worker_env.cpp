@@ -37,7 +37,7 @@ EnvMap worker_env(const EnvMap& launcher_env, const LaunchOptions& o, const Work
   env.erase("DDX_STORE_LISTEN_FD");
   if (slot.rank == 0 && o.store_listen_fd >= 0) set_int("DDX_STORE_LISTEN_FD", o.store_listen_fd);
   // Programs other than ddx get torchrun's default; ddx's own workers see the mark and pick
-  // their threads themselves (ddx/cpu_threads.h), as they do under srun or mpirun.
+  // their threads themselves (ddx/rendezvous/cpu_threads.h), as they do under srun or mpirun.
   if (should_default_omp_threads(launcher_env)) {
     set("OMP_NUM_THREADS", "1");
     set("DDX_OMP_NUM_THREADS_SET_BY", "ddx launch");

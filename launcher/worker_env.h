@@ -3,7 +3,7 @@
 // written for torchrun (and ddx's rendezvous) run unchanged under `ddx launch`.
 #include <string>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "launcher/launch_options.h"
 
 namespace ddx::launcher {

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "ddx/error_report.h"
+#include "ddx/errors/error_report.h"
 
 namespace ddx::launcher {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "launcher/launch_options.h"
 #include "launcher/worker_env.h"
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::top {
 

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "ddx/outliers.h"
-#include "ddx/text.h"
-#include "ddx/watchdog.h"
+#include "ddx/text/text.h"
+#include "ddx/watchdog/watchdog.h"
 
 namespace ddx::top {
 namespace {

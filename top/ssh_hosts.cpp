@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "top/smi_parse.h"
 
 namespace ddx::top {

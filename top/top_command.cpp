@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ddx/errors.h"
-#include "ddx/flight_recorder.h"
-#include "ddx/job_file.h"
-#include "ddx/net_interface.h"
-#include "ddx/store_observer.h"
-#include "ddx/watchdog.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/flight_recorder.h"
+#include "ddx/rendezvous/job_file.h"
+#include "ddx/rendezvous/net_interface.h"
+#include "ddx/watchdog/store_observer.h"
+#include "ddx/watchdog/watchdog.h"
 #include "doctor/doctor_facts.h"
 #include "top/event_log.h"
 #include "top/job_monitor.h"

@@ -9,7 +9,7 @@
 
 #include "ddx/collective_filter.h"
 #include "ddx/collectives.h"
-#include "ddx/op_record.h"
+#include "ddx/watchdog/op_record.h"
 #include "faults/faults.h"
 
 namespace ddx::faults {

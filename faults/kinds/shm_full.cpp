@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ddx/shm_segments.h"
+#include "ddx/processes/shm_segments.h"
 #include "faults/faults.h"
 
 namespace ddx::faults {

@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "faults/faults.h"
 
 namespace ddx::faults {

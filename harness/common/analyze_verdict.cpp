@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "ddx/run_process.h"
+#include "ddx/processes/run_process.h"
 
 namespace ddx::harness {
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "ddx/svg_plot.h"  // svg::escape: the same XML escaping
+#include "ddx/text/svg_plot.h"  // svg::escape: the same XML escaping
 
 namespace ddx {
 

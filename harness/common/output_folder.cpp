@@ -8,8 +8,8 @@
 #include <ctime>
 #include <filesystem>
 
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
 
 namespace ddx::harness {
 namespace fs = std::filesystem;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/job_event_records.h"
+#include "ddx/watchdog/job_event_records.h"
 
 namespace ddx::faults::matrix {
 
@@ -66,7 +66,7 @@ struct Options {
   NodeLink* nodes = nullptr;  // set by the command when nnodes > 1
 };
 
-// One record of a job's events.jsonl (ddx/job_events.h), as every node's processes wrote it.
+// One record of a job's events.jsonl (ddx/watchdog/job_events.h), as every node's processes wrote it.
 using JobEvent = events::Recorded;
 
 // What one job left behind, for the detectors to read.

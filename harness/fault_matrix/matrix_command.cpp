@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <memory>
 
-#include "ddx/env.h"
-#include "ddx/errors.h"
-#include "ddx/rendezvous.h"
-#include "ddx/text.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/text/text.h"
 #include "harness/common/output_folder.h"
 #include "harness/fault_matrix/matrix.h"
 #include "harness/fault_matrix/matrix_command.h"

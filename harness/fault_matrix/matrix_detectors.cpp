@@ -1,5 +1,5 @@
 // How the matrix reads each detector's finding back from a job: the job events the detector
-// itself records (ddx/job_events.h: the launcher's failures, the watchdog, --nan-check,
+// itself records (ddx/watchdog/job_events.h: the launcher's failures, the watchdog, --nan-check,
 // --replica-check-freq, --check-collectives, the straggler warning, the checkpoint checksums,
 // the store's loss, the pairwise probe's slow ranks, the bus-error cause of the fatal-signal
 // report) and the analyzer's verdict JSON, never the wording of their log lines. One entry per
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "harness/common/analyze_verdict.h"
 #include "harness/fault_matrix/matrix.h"
 

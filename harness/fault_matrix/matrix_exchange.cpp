@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "harness/fault_matrix/matrix_nodes.h"
 
 namespace ddx::faults::matrix {

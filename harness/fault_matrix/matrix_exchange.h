@@ -6,7 +6,7 @@
 // evidence. Then node 0's verdict goes back. Each call is one exchange, named by the job.
 #include <string>
 
-#include "ddx/run_process.h"
+#include "ddx/processes/run_process.h"
 #include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {

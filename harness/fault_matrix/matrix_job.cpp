@@ -1,5 +1,5 @@
 // Running the matrix's jobs: one `ddx launch ... -- ddx train` per row in a folder of its own,
-// recording its job events in events.jsonl (ddx/job_events.h: who failed, what each detector
+// recording its job events in events.jsonl (ddx/watchdog/job_events.h: who failed, what each detector
 // named, checkpoints, resumes, all with their times), then what it left behind: processes still
 // alive (counted, then killed), the checkpoint folders (each verified against its checksums),
 // the loss curve and final weights against the reference.
@@ -21,11 +21,11 @@
 #include <tuple>
 
 #include "checkpoint/checkpoint.h"
-#include "ddx/job_events.h"
-#include "ddx/processes.h"
-#include "ddx/run_process.h"
-#include "ddx/shm_namespace.h"
-#include "ddx/text.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/processes/processes.h"
+#include "ddx/processes/run_process.h"
+#include "ddx/processes/shm_namespace.h"
+#include "ddx/text/text.h"
 #include "harness/fault_matrix/matrix.h"
 #include "harness/fault_matrix/matrix_exchange.h"
 

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "harness/common/junit.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "harness/fault_matrix/matrix.h"
 
 namespace ddx::faults::matrix {

@@ -14,10 +14,10 @@
 #include <memory>
 
 #include "harness/parity/curve_diff.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
-#include "ddx/svg_plot.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/text/svg_plot.h"
+#include "ddx/text/text.h"
 #include "harness/parity/compare_command.h"
 #include "harness/parity/curve_files.h"
 #include "harness/parity/curves.h"

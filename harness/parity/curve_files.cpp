@@ -7,15 +7,11 @@
 #include <map>
 #include <sstream>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 
 namespace ddx::parity {
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string detect_format(const std::string& path, std::ifstream& in) {
   for (const char* e : {".jsonl", ".ndjson", ".json"}) {

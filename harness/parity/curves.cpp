@@ -6,11 +6,10 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <stdexcept>
 
 #include "harness/parity/curve_diff.h"
-#include "models/safetensors.h"
+#include "harness/parity/tensor_files.h"
 
 namespace ddx::parity {
 
@@ -61,36 +60,6 @@ double default_grads_tolerance(const std::string& dtype) {
   return 5e-6 * eps / fp32_eps;  // 84 units of float32 roundoff (2^-24): docs/parity.md
 }
 
-namespace {
-
-using Tensors = std::map<std::string, torch::Tensor>;
-
-Tensors read_all(const std::string& path) {
-  Tensors out;
-  for (const auto& [name, info] : models::read_safetensors_index(path)) out[name] = models::read_tensor(info).to(torch::kFloat64);
-  return out;
-}
-
-// Step-1 gradients, per tensor: max |g - g_base| / max |g_base| (a tensor whose baseline
-// gradient is all zero must be all zero too). Returns the worst tensor's value and name.
-std::pair<double, std::string> compare_gradients(const std::string& baseline_path, const std::string& run_path) {
-  const Tensors base = read_all(baseline_path), run = read_all(run_path);
-  double worst = 0;
-  std::string worst_name;
-  for (const auto& [name, b] : base) {
-    auto it = run.find(name);
-    if (it == run.end() || it->second.sizes() != b.sizes()) return {INFINITY, name + " (missing or another shape)"};
-    const double diff = (it->second - b).abs().max().item<double>();
-    const double scale = b.abs().max().item<double>();
-    const double rel = diff == 0 ? 0 : scale == 0 ? INFINITY : diff / scale;
-    if (!std::isfinite(diff)) return {INFINITY, name};
-    if (rel > worst || worst_name.empty()) worst = rel, worst_name = name;
-  }
-  return {worst, worst_name};
-}
-
-}  // namespace
-
 Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vector<StepPoint>& run,
                         const RunFiles& baseline_files, const RunFiles& run_files, const Tolerances& tol,
                         const RoundingEnvelope& envelope) {
@@ -134,7 +103,9 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
     return c;
   }
   if (!run_files.grads.empty() && !baseline_files.grads.empty()) {
-    std::tie(c.grads_rel_diff, c.grads_worst_tensor) = compare_gradients(baseline_files.grads, run_files.grads);
+    const TensorFilesDiff grads = diff_tensor_files(baseline_files.grads, run_files.grads);
+    c.grads_rel_diff = grads.worst_rel;
+    c.grads_worst_tensor = grads.worst_name;
     c.margin = std::max(c.margin, ratio(c.grads_rel_diff, tol.grads_rel));
     if (c.grads_rel_diff > tol.grads_rel) {
       c.first_bad_step = 1;  // before any update: the gradients themselves are wrong
@@ -145,17 +116,13 @@ Comparison compare_runs(const std::vector<StepPoint>& baseline, const std::vecto
   const double weight_tol =
       envelope.empty() ? tol.weight_steps : std::max(tol.weight_steps, tol.envelope_factor * envelope.weights);
   if (!run_files.weights.empty() && !baseline_files.weights.empty()) {
-    const Tensors a = read_all(run_files.weights), b = read_all(baseline_files.weights);
-    double max_base = 0;
-    for (const auto& [name, y] : b) {
-      auto it = a.find(name);
-      if (it == a.end() || it->second.sizes() != y.sizes()) {
-        c.note = "final weights lack " + name + " (or it has another shape)";
-        return c;
-      }
-      c.final_weight_max_abs_diff = std::max(c.final_weight_max_abs_diff, (it->second - y).abs().max().item<double>());
-      max_base = std::max(max_base, y.abs().max().item<double>());
+    const TensorFilesDiff weights = diff_tensor_files(baseline_files.weights, run_files.weights);
+    c.final_weight_max_abs_diff = weights.max_abs_diff;  // up to a missing tensor, if any
+    if (!weights.missing.empty()) {
+      c.note = "final weights lack " + weights.missing + " (or it has another shape)";
+      return c;
     }
+    const double max_base = weights.max_abs_baseline;
     c.final_weight_rel_diff = c.final_weight_max_abs_diff / std::max(max_base, 1e-30);
     std::vector<double> lrs;
     for (const StepPoint& p : baseline) lrs.push_back(p.lr);

@@ -1,7 +1,7 @@
 // `ddx parity` on the command line.
 #include <memory>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "harness/parity/parity.h"
 #include "harness/parity/parity_command.h"
 

@@ -1,7 +1,6 @@
 // The suite itself: baseline (twice, for determinism), golden check, every variant x world
 // size, comparison and reports.
 #include <nlohmann/json.hpp>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,11 +9,11 @@
 #include <fstream>
 #include <map>
 
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
-#include "ddx/run_process.h"
-#include "ddx/text.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/processes/run_process.h"
+#include "ddx/text/text.h"
 #include "ddx/version.h"
 #include "harness/common/output_folder.h"
 #include "harness/parity/curves.h"
@@ -68,7 +67,7 @@ std::vector<std::string> train_args(const ParityOptions& o, const std::string& m
 }
 
 json environment(const ParityOptions& o) {
-  return {{"ddx", ddx_version()}, {"libtorch", TORCH_VERSION}, {"backend", "gloo"}, {"dtype", o.dtype},
+  return {{"ddx", ddx_version()}, {"libtorch", libtorch_version()}, {"backend", "gloo"}, {"dtype", o.dtype},
           {"model", suite_model(o)}, {"seed", o.seed}, {"steps", o.steps}, {"global_batch", o.global_batch},
           {"seq_length", o.seq_length}, {"lr", o.lr}, {"uneven_tokens", o.uneven_tokens}};
 }

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "harness/common/junit.h"
-#include "ddx/svg_plot.h"
+#include "ddx/text/svg_plot.h"
 #include "faults/faults.h"
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <fstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::validate {
 namespace {

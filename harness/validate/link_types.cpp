@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "ddx/errors.h"
-#include "ddx/svg_plot.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/svg_plot.h"
+#include "ddx/text/text.h"
 
 namespace ddx::validate {
 namespace {

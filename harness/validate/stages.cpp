@@ -1,7 +1,7 @@
 // The stages of `ddx validate`: the existing commands with the flags acceptance needs.
 #include <numeric>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "harness/validate/validate.h"
 
 namespace ddx::validate {

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <fstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "ddx/outliers.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "harness/validate/validate.h"
 
 namespace ddx::validate {

@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <memory>
 
-#include "ddx/atomic_file.h"
-#include "ddx/byte_sizes.h"
-#include "ddx/env.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
-#include "ddx/run_process.h"
-#include "ddx/text.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/text/byte_sizes.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/processes/run_process.h"
+#include "ddx/text/text.h"
 #include "harness/common/analyze_verdict.h"
 #include "harness/common/output_folder.h"
 #include "harness/validate/expectations.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "harness/common/junit.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "harness/validate/validate.h"
 
 namespace ddx::validate {

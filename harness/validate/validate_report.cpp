@@ -10,8 +10,8 @@
 #include <limits>
 #include <sstream>
 
-#include "ddx/atomic_file.h"
-#include "ddx/svg_plot.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/text/svg_plot.h"
 #include "harness/validate/validate.h"
 
 namespace ddx::validate {

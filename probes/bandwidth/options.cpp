@@ -1,6 +1,6 @@
 #include "bandwidth/options.h"
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::bw {
 

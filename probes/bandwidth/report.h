@@ -33,7 +33,7 @@ std::vector<CollectiveVerdict> evaluate(const SweepReport& report, const Bandwid
 int exit_code(const std::vector<CollectiveVerdict>& verdicts);
 // Why the sweep failed, in one line naming the first failing collective and the size at fault
 // (the first wrong value, or the slowest size of a collective below --min-busbw); "" when it
-// passed. Every rank writes it into its error file as the job's verdict (ddx/verdict.h), which
+// passed. Every rank writes it into its error file as the job's verdict (ddx/errors/verdict.h), which
 // a launcher shows.
 std::string failure_text(const SweepReport& report, const std::vector<CollectiveVerdict>& verdicts,
                          const BandwidthOptions& o);

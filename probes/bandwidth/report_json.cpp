@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "bandwidth/report.h"
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "faults/faults.h"
 
 namespace ddx::bw {

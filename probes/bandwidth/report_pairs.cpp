@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "bandwidth/report.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::bw {
 namespace {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "bandwidth/report.h"
-#include "ddx/svg_plot.h"
+#include "ddx/text/svg_plot.h"
 
 namespace ddx::bw {
 

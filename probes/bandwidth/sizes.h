@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/byte_sizes.h"  // parse_bytes for -b/-e, format_bytes for the headers
+#include "ddx/text/byte_sizes.h"  // parse_bytes for -b/-e, format_bytes for the headers
 
 namespace ddx::bw {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::shm {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 
 namespace ddx::shm {
 

@@ -25,7 +25,7 @@ std::vector<CheckRow> evaluate(const std::vector<nlohmann::json>& ranks);
 // The table rank 0 prints, and the exit code: 1 when any row FAILs, else 0.
 std::string format_table(const std::vector<CheckRow>& rows);
 int exit_code(const std::vector<CheckRow>& rows);
-// The FAIL rows in one line, for the verdict every rank ends with (ddx/verdict.h):
+// The FAIL rows in one line, for the verdict every rank ends with (ddx/errors/verdict.h):
 // "FAIL: hosts reach each other (node-A -> node-B ...); ..."; "" when none failed.
 std::string failed_checks(const std::vector<CheckRow>& rows);
 nlohmann::json to_json(const std::vector<CheckRow>& rows);

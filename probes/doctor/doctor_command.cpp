@@ -16,14 +16,14 @@
 #include <sstream>
 #include <string>
 
-#include "ddx/atomic_file.h"
-#include "ddx/error_report.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 #include "ddx/store_gather.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "ddx/version.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_command.h"
@@ -128,7 +128,7 @@ int report(World& world, const json& mine, const DoctorFlags& flags) {
     json out = {{"world_size", world.size()}, {"passed", rc == 0}, {"checks", doctor::to_json(rows)}, {"ranks", ranks}};
     write_file_atomically(flags.json_path, out.dump(2) + "\n");
   }
-  // Every rank ends with the verdict (ddx/verdict.h): a FAIL is the doctor's finding, not a crash.
+  // Every rank ends with the verdict (ddx/errors/verdict.h): a FAIL is the doctor's finding, not a crash.
   return agree_on_verdict(world, "doctor", rc, summary + "; " + doctor::failed_checks(rows));
 }
 

@@ -18,7 +18,7 @@
 #include <sstream>
 
 #include "buserror/shm_model.h"
-#include "ddx/net_interface.h"
+#include "ddx/rendezvous/net_interface.h"
 
 namespace ddx::doctor {
 namespace {

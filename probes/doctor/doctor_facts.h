@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "ddx/env.h"
-#include "ddx/rendezvous.h"
+#include "ddx/processes/env.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx::doctor {
 

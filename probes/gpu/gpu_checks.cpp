@@ -1,6 +1,6 @@
 #include "gpu/gpu_checks.h"
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "ddx/nvml.h"
 #include "gpu/xid_log.h"
 

@@ -9,16 +9,16 @@
 #include <memory>
 #include <set>
 
-#include "ddx/atomic_file.h"
-#include "ddx/error_report.h"
-#include "ddx/log.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/text/log.h"
 #include "ddx/nvml.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/output_path.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 #include "ddx/store_gather.h"
-#include "ddx/text.h"
-#include "ddx/verdict.h"
+#include "ddx/text/text.h"
+#include "ddx/errors/verdict.h"
 #include "gpu/gpu_checks.h"
 #include "gpu/gpu_health_command.h"
 #include "gpu/xid_log.h"
@@ -62,7 +62,7 @@ json inspect(const std::string& host, int rank, int only) {
 }
 
 // Prints rank 0's table and writes the JSON; returns the exit code and, in `verdict`, the line
-// every rank ends with when it is not 0 (ddx/verdict.h).
+// every rank ends with when it is not 0 (ddx/errors/verdict.h).
 int report(const std::vector<json>& views, int world_size, const GpuHealthFlags& flags, std::string& verdict) {
   std::vector<gpu::GpuFacts> gpus;
   std::vector<doctor::CheckRow> rows;

@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <thread>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 
 namespace ddx::probes {
 namespace {

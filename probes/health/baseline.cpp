@@ -9,8 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 
 namespace ddx::health {
 namespace {
@@ -36,7 +36,6 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
 double number_at(const json& figure, const char* field, const std::string& where) {
   if (!figure.contains(field) || !figure[field].is_number()) {

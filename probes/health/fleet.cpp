@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "ddx/outliers.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::health {
 namespace {

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
-#include "ddx/text.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/text/text.h"
 #include "health/baseline.h"
 #include "health/fleet.h"
 #include "health/health_command.h"

@@ -4,8 +4,8 @@
 #include <set>
 #include <sstream>
 
-#include "ddx/svg_plot.h"
-#include "ddx/text.h"
+#include "ddx/text/svg_plot.h"
+#include "ddx/text/text.h"
 #include "health/fleet.h"
 
 namespace ddx::health {

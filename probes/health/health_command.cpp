@@ -12,13 +12,13 @@
 #include <functional>
 #include <memory>
 
-#include "ddx/atomic_file.h"
-#include "ddx/env.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
-#include "ddx/usage_exit_code.h"
-#include "ddx/verdict.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/errors/usage_exit_code.h"
+#include "ddx/errors/verdict.h"
 #include "ddx/version.h"
 #include "health/active_checks.h"
 #include "health/baseline.h"

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::health {
 namespace {

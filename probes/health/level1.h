@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "health/health_check.h"
 
 namespace ddx::health {

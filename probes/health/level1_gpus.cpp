@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "gpu/gpu_checks.h"
 #include "health/level1_rows.h"
 

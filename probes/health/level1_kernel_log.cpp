@@ -4,7 +4,7 @@
 #include <map>
 #include <regex>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "gpu/xid_log.h"
 #include "health/level1_rows.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "doctor/doctor_facts.h"
 #include "health/level1_rows.h"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddx/env.h"
+#include "ddx/processes/env.h"
 #include "doctor/doctor_checks.h"
 #include "health/health_check.h"
 

@@ -11,7 +11,7 @@
 #include <memory>
 #include <thread>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "health/level1_rows.h"
 
 namespace ddx::health {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::health {
 namespace {

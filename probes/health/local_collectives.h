@@ -2,14 +2,14 @@
 // The collectives inside one node for `ddx health`: an all-reduce across its local devices
 // (level 2) and the pairwise links between its GPUs (level 3). Each is one run of
 // `ddx probe bandwidth` under `ddx launch` on this node, as a child process with a hard timeout
-// (ddx/run_process.h): the probe, engines and data checks an operator runs by hand, not a copy
+// (ddx/processes/run_process.h): the probe, engines and data checks an operator runs by hand, not a copy
 // of them. Its JSON is judged here. No LibTorch.
 #include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
 
-#include "ddx/run_process.h"
+#include "ddx/processes/run_process.h"
 #include "health/health_check.h"
 
 namespace ddx::health {

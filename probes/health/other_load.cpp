@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::health {
 namespace {

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "ddx/run_process.h"
+#include "ddx/processes/run_process.h"
 
 namespace ddx::health {
 namespace {

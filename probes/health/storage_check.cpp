@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "ddx/checksum.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
+#include "ddx/text/clock_time.h"
 
 namespace ddx::health {
 namespace {
@@ -24,8 +25,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kChunk = size_t{4} << 20;
 constexpr size_t kBlock = 4096;
 constexpr double kMiB = 1024.0 * 1024.0;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::string errno_text() { return std::strerror(errno); }
 

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "ddx/nvml.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "gpu/gpu_checks.h"
 #include "gpu/gpu_facts.h"
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "node/node_probe_commands.h"
 #include "node/rank_probe.h"
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "ddx/byte_sizes.h"
+#include "ddx/text/byte_sizes.h"
 #include "node/node_probe_commands.h"
 #include "node/rank_probe.h"
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 
 namespace ddx::node {
 namespace {

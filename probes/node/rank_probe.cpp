@@ -13,17 +13,17 @@
 #include <memory>
 #include <set>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "ddx/collectives.h"
-#include "ddx/error_report.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 #include "ddx/store_gather.h"
-#include "ddx/text.h"
-#include "ddx/verdict.h"
+#include "ddx/text/text.h"
+#include "ddx/errors/verdict.h"
 
 namespace ddx::node {
 namespace {
@@ -177,7 +177,7 @@ int run_probe(const std::string& name, const ProbeSettings& s,
       write_file_atomically(s.json_path, out.dump(2) + "\n");
     }
   }
-  // The same verdict on every rank, so every rank ends with its code and says it (ddx/verdict.h):
+  // The same verdict on every rank, so every rank ends with its code and says it (ddx/errors/verdict.h):
   // a launcher reports the verdict, not the first rank to exit as a failure. Its line is the
   // report's last, the summary that names the slow ranks and hosts.
   const int rc = verdict.passed() ? 0 : 1;

@@ -36,7 +36,7 @@ std::vector<CheckResult> run_checks(Group& group, const SelfcheckOptions& option
 
 // Gathers every rank's results through the store (independent of the collectives under test),
 // prints the table on rank 0 and writes the JSON. Returns the exit code, the same on every rank
-// (rank 0's verdict, written into every rank's error file when it failed: ddx/verdict.h): 0 when
+// (rank 0's verdict, written into every rank's error file when it failed: ddx/errors/verdict.h): 0 when
 // all pass.
 int report_selfcheck(World& world, const std::vector<CheckResult>& mine,
                      const SelfcheckOptions& options, double seconds);

@@ -4,13 +4,13 @@
 #include <chrono>
 #include <memory>
 
-#include "ddx/error_report.h"
-#include "ddx/errors.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/errors.h"
 #include "ddx/hang_detection.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
-#include "ddx/rendezvous.h"
-#include "ddx/text.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/text/text.h"
 #include "faults/faults.h"
 #include "selfcheck.h"
 #include "selfcheck/selfcheck_command.h"

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "ddx/store_gather.h"
 #include "selfcheck.h"
 

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "ddx/error_report.h"
+#include "ddx/errors/error_report.h"
 #include "process_helpers.h"
 
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-// What `ddx launch` must print when its job ran to a verdict (ddx/verdict.h: a probe naming a slow
+// What `ddx launch` must print when its job ran to a verdict (ddx/errors/verdict.h: a probe naming a slow
 // rank, a doctor FAIL, a missed --min-busbw): the verdict, every rank ending with its code, and no
 // failure table blaming whichever rank exited first. Shared by the launcher's and the probes' tests.
 #include <gtest/gtest.h>

@@ -120,7 +120,7 @@ TEST_F(MultiNode, DdpTrainingOverTwoHostsMatchesTheSameRunOnOneHost) {
                                     "--metrics-file", dir_ + "/" + name + ".jsonl"};
   };
   // One rank per host and two ranks on one host share their node's cores differently (by
-  // design: cores / ranks on the node, ddx/cpu_threads.h), and the thread count changes the
+  // design: cores / ranks on the node, ddx/rendezvous/cpu_threads.h), and the thread count changes the
   // kernels' sums. This test is about the network path, so both layouts run one thread.
   const std::map<std::string, std::string> threads = {{"DDX_CPU_THREADS", "1"}};
   auto two_hosts = on_both(1, train("two-hosts"), /*interface_env=*/true, 240, threads);

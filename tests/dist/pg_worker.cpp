@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "ddx/collectives.h"
-#include "ddx/error_report.h"
-#include "ddx/log.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/text/log.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 #include "models/layers.h"
 #include "strategies/ddp/grad_buckets.h"
 #include "strategies/fsdp/fsdp_unit.h"

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "ddx/processes.h"
+#include "ddx/processes/processes.h"
 
 extern char** environ;
 

@@ -18,9 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "ddx/cpu_threads.h"
-#include "ddx/job_event_records.h"
-#include "ddx/watchdog.h"
+#include "ddx/rendezvous/cpu_threads.h"
+#include "ddx/watchdog/job_event_records.h"
+#include "ddx/watchdog/watchdog.h"
 #include "process_helpers.h"
 #include "slurm_cluster.h"
 

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "ddx/collectives.h"
-#include "ddx/error_report.h"
-#include "ddx/log.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/text/log.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 #include "models/causal_lm.h"
 #include "models/model_config.h"
 #include "models/parallel_layers.h"

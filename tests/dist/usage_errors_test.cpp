@@ -127,7 +127,7 @@ TEST(EnvironmentError, ABadCollectiveTimeoutVariableStopsDdxTrainInOneLine) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/out"));
 }
 
-// DDX_EVENTS_FILE (ddx/job_events.h) in a folder that does not exist: one line naming the
+// DDX_EVENTS_FILE (ddx/watchdog/job_events.h) in a folder that does not exist: one line naming the
 // variable, exit 2, and no run folder, before the command starts.
 TEST(EnvironmentError, AnEventsFileThatCannotBeWrittenStopsTheCommandInOneLine) {
   const std::string dir = scratch_dir("usage", "events-file-env");

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "ddx/op_record.h"
+#include "ddx/watchdog/op_record.h"
 
 namespace ddx::testing {
 

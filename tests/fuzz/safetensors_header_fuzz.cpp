@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

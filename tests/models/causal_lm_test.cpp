@@ -11,7 +11,7 @@
 #include <fstream>
 #include <set>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/causal_lm.h"
 #include "models/hf_checkpoint.h"
 #include "models/layers.h"

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/model_config.h"
 
 namespace ddx::models {

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::models::testutil {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/safetensors_header.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/safetensors.h"
 #include "models_test_util.h"
 

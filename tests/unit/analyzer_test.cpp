@@ -12,7 +12,7 @@
 #include "analyzer/diagnosis.h"
 #include "analyzer/dump_loader.h"
 #include "analyzer/report.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::analyze {
 namespace {

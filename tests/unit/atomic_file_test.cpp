@@ -1,4 +1,4 @@
-// write_file_atomically (ddx/atomic_file.h): the content lands whole under the name, and the
+// write_file_atomically (ddx/processes/atomic_file.h): the content lands whole under the name, and the
 // temporary file it is written to first is hidden, so that a reader globbing the folder by the
 // target's prefix (torchfrtrace on "nccl_trace_rank_*") never meets one a killed process left.
 // The names created in the folder are watched with inotify while it writes.
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 
 namespace ddx {
 namespace {

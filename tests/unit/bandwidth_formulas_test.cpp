@@ -18,8 +18,8 @@
 #include "bandwidth/sizes.h"
 #include "bandwidth/stats.h"
 #include "bandwidth/verifiable.h"
-#include "ddx/errors.h"
-#include "ddx/svg_plot.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/svg_plot.h"
 
 namespace ddx::bw {
 namespace {

@@ -1,9 +1,9 @@
-// The collective layer's counters (ddx/comm_counters.h): nccl-tests' size per op kind, mesh
+// The collective layer's counters (ddx/watchdog/comm_counters.h): nccl-tests' size per op kind, mesh
 // group labels, and per-step differences. The counts of real ops are checked end to end by
 // tp_test (bytes per step against a formula) and two_d_test.
 #include <gtest/gtest.h>
 
-#include "ddx/comm_counters.h"
+#include "ddx/watchdog/comm_counters.h"
 
 namespace ddx {
 namespace {

@@ -2,8 +2,8 @@
 // explicit choice honoured, a launcher's blanket OMP_NUM_THREADS=1 not taken for one.
 #include <gtest/gtest.h>
 
-#include "ddx/cpu_threads.h"
-#include "ddx/errors.h"
+#include "ddx/rendezvous/cpu_threads.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx {
 namespace {

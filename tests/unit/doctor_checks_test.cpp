@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "doctor/doctor_checks.h"
-#include "ddx/net_interface.h"
+#include "ddx/rendezvous/net_interface.h"
 #include "doctor/doctor_facts.h"
 
 namespace ddx::doctor {

@@ -4,8 +4,8 @@
 #include <climits>
 #include <cstdlib>
 
-#include "ddx/env.h"
-#include "ddx/errors.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "ddx/error_report.h"
-#include "ddx/verdict.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/verdict.h"
 
 namespace {
 
@@ -125,7 +125,7 @@ TEST(SignalName, KnownAndUnknown) {
   EXPECT_EQ(ddx::signal_name(77), "signal 77");
 }
 
-// A verdict (ddx/verdict.h) reads back as one, and as an error file a launcher can show; a
+// A verdict (ddx/errors/verdict.h) reads back as one, and as an error file a launcher can show; a
 // report of an error is not a verdict, nor is junk.
 TEST_F(ErrorFileTest, AVerdictReadsBackAsAVerdictAndAnErrorIsNone) {
   const std::string file = path("error.json");

@@ -2,7 +2,7 @@
 // effects on real jobs are tested in tests/dist/fault_injection_test.cpp).
 #include <gtest/gtest.h>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "faults/faults.h"
 
 namespace ddx::faults {

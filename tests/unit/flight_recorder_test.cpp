@@ -13,10 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "ddx/errors.h"
-#include "ddx/flight_recorder.h"
-#include "ddx/store_lost.h"
-#include "ddx/watchdog.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/flight_recorder.h"
+#include "ddx/watchdog/store_lost.h"
+#include "ddx/watchdog/watchdog.h"
 
 namespace ddx {
 namespace {

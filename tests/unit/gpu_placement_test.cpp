@@ -1,8 +1,8 @@
-// One GPU per local rank for NCCL (ddx/gpu_placement.h): what ddx says before NCCL's own
+// One GPU per local rank for NCCL (ddx/rendezvous/gpu_placement.h): what ddx says before NCCL's own
 // "Duplicate GPU detected", and that it says nothing when every rank has its own GPU.
 #include <gtest/gtest.h>
 
-#include "ddx/gpu_placement.h"
+#include "ddx/rendezvous/gpu_placement.h"
 
 namespace {
 

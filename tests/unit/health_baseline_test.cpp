@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "health/baseline.h"
 
 namespace ddx::health {

@@ -25,7 +25,7 @@
 #include <tuple>
 #include <vector>
 
-#include "ddx/shm_namespace.h"
+#include "ddx/processes/shm_namespace.h"
 #include "dist/process_helpers.h"
 #include "doctor/doctor_checks.h"
 #include "doctor/doctor_facts.h"

@@ -1,4 +1,4 @@
-// ddx/job_events.h: records appended to $DDX_EVENTS_FILE, one parseable line each, shared by
+// ddx/watchdog/job_events.h: records appended to $DDX_EVENTS_FILE, one parseable line each, shared by
 // several processes; nothing at all without the variable.
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "ddx/errors.h"
-#include "ddx/job_event_records.h"
-#include "ddx/job_events.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/job_event_records.h"
+#include "ddx/watchdog/job_events.h"
 
 namespace {
 
@@ -113,7 +113,7 @@ TEST_F(JobEvents, TheCheckKeepsAnExistingFileAndAcceptsANewOne) {
   EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
-// Reading a file back (ddx/job_event_records.h, what the fault matrix and the SLURM tests read):
+// Reading a file back (ddx/watchdog/job_event_records.h, what the fault matrix and the SLURM tests read):
 // in time order across the nodes' processes (a tie keeps the file's order), a record cut off by
 // a crash and a line without an "event" left out, a missing file read as none.
 TEST_F(JobEvents, ReadingBackOrdersByTimeAndLeavesOutCutOffRecords) {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "harness/validate/link_types.h"
 
 namespace ddx::validate {

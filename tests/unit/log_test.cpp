@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 
 namespace ddx {
 namespace {

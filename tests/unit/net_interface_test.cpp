@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ddx/net_interface.h"
+#include "ddx/rendezvous/net_interface.h"
 
 namespace ddx {
 namespace {

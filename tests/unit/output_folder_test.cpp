@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "harness/common/output_folder.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// ddx/output_path.h: an output path that cannot be written is refused up front, naming the flag,
+// ddx/processes/output_path.h: an output path that cannot be written is refused up front, naming the flag,
 // the path and why; a writable one passes, and the check itself leaves nothing behind.
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "strategies/parallel_dims.h"
 
 namespace ddx::train {

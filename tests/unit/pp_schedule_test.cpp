@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "strategies/pp/pp_schedule.h"
 #include "strategies/pp/pp_stages.h"
 #include "strategies/pp/pp_trace.h"

@@ -20,8 +20,8 @@
 #include "analyzer/entry_listing.h"
 #include "analyzer/report.h"
 #include "analyzer/timeline.h"
-#include "ddx/errors.h"
-#include "ddx/flight_recorder.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/flight_recorder.h"
 
 namespace ddx::analyze {
 namespace {

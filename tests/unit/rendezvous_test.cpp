@@ -1,8 +1,8 @@
 // Rendezvous resolution for every launcher ddx supports, flags on top, and every rejected input.
 #include <gtest/gtest.h>
 
-#include "ddx/errors.h"
-#include "ddx/rendezvous.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx {
 namespace {

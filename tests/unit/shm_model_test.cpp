@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "buserror/shm_model.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::shm {
 namespace {

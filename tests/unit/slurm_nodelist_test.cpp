@@ -1,8 +1,8 @@
 // SLURM's compressed host lists, tasks per node and the guide's master-port convention.
 #include <gtest/gtest.h>
 
-#include "ddx/errors.h"
-#include "ddx/rendezvous.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx {
 namespace {

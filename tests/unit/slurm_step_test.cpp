@@ -1,11 +1,11 @@
 // `srun ddx launch` / `srun ddx fault matrix`: the nodes a per-node task takes from its SLURM
-// step (ddx/rendezvous.h, slurm_step_nodes). The variables are those srun 22.05 set for
+// step (ddx/rendezvous/rendezvous.h, slurm_step_nodes). The variables are those srun 22.05 set for
 // `srun -N 2 --ntasks-per-node 1` in the two-host cluster of tests/dist/slurm_cluster.h; the
 // end-to-end runs are in tests/dist/slurm_test.cpp.
 #include <gtest/gtest.h>
 
-#include "ddx/errors.h"
-#include "ddx/rendezvous.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx {
 namespace {

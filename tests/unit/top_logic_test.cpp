@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddx/errors.h"
-#include "ddx/watchdog.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/watchdog.h"
 #include "top/event_log.h"
 #include "top/job_monitor.h"
 #include "top/node_stats.h"

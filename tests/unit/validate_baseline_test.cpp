@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "harness/validate/validate.h"
 
 namespace ddx::validate {

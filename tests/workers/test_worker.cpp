@@ -4,7 +4,7 @@
 //   --throw MSG             uncaught std::runtime_error(MSG) from throw_uncaught()
 //   --exit N                exit code N
 //   --verdict N MSG         a job's verdict: write MSG into the error file as the verdict
-//                           (ddx/verdict.h), then exit N
+//                           (ddx/errors/verdict.h), then exit N
 //   --stagger S             rank R waits R * S seconds more before its fault (ranks exit in turn)
 //   --fail-first-attempt    exit 1 when TORCHELASTIC_RESTART_COUNT is 0, else 0
 //   --sleep S               sleep S seconds (after the fault checks; the default action)
@@ -30,8 +30,8 @@
 #include <string>
 #include <thread>
 
-#include "ddx/error_report.h"
-#include "ddx/verdict.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/verdict.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "ddx/checksum.h"
-#include "ddx/errors.h"
-#include "ddx/job_events.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/job_events.h"
 
 namespace ddx::train {
 namespace fs = std::filesystem;

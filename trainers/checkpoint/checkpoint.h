@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 

@@ -7,9 +7,9 @@
 
 #include "checkpoint/checkpoint_command.h"
 #include "checkpoint/sharded_checkpoint.h"
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
 #include "models/hf_checkpoint.h"
 #include "models/model_config.h"
 #include "models/safetensors.h"

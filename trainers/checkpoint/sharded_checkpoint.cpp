@@ -8,10 +8,10 @@
 #include <fstream>
 #include <set>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 #include "ddx/checksum.h"
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 #include "models/safetensors.h"
 #include "checkpoint/shard_layout.h"
 

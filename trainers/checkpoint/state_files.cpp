@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 #include "models/safetensors.h"
 
 namespace ddx::train {

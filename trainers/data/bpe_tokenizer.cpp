@@ -5,7 +5,7 @@
 #include "data/byte_level.h"
 #include "data/unicode_classes.h"
 #include "data/utf8.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

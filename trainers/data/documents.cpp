@@ -7,7 +7,7 @@
 #include "data/dataset_internal.h"
 #include "data/sha256.h"
 #include "data/utf8.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/dataset_internal.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "data/dataset.h"
 #include "data/prng.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 

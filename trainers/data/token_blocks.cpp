@@ -19,8 +19,8 @@
 #include "data/dataset_internal.h"
 #include "data/sha256.h"
 #include "data/token_cache.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 
 namespace ddx::data {
 namespace {

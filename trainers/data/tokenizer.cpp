@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "data/bpe_tokenizer.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 

@@ -9,7 +9,7 @@
 
 #include "data/bpe_tokenizer.h"
 #include "data/sha256.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data::utf8 {
 namespace {

@@ -6,9 +6,9 @@
 #include <regex>
 #include <set>
 
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 #include "models/parallel_layers.h"
 #include "models/safetensors.h"
 
@@ -16,11 +16,6 @@ namespace ddx::models {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // "blocks.{i}.{rest}" -> {i, rest}; false for names outside the blocks.
 bool split_block_name(const std::string& name, std::string& index, std::string& rest) {

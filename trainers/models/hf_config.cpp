@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "ddx/errors.h"
-#include "ddx/log.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
+#include "ddx/text/text.h"
 #include "models/model_config.h"
 
 namespace ddx::models {

@@ -16,6 +16,7 @@
 #include "models/causal_lm.h"
 #include "models/layers.h"
 #include "models/parallel_layers.h"
+#include "ddx/text/text.h"
 
 namespace ddx::models {
 namespace {
@@ -25,10 +26,6 @@ struct InitRule {
   InitKind kind = InitKind::Normal;
   double std = 0.0;
 };
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Zeros for biases, ones for norm weights, N(0, init_std) otherwise. GPT-2 scales the weights
 // of the two projections that write into the residual stream by 1/sqrt(2 * n_layer), so the

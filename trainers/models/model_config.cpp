@@ -8,7 +8,7 @@
 #include <map>
 
 #include "ddx/checksum.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::models {
 

@@ -2,7 +2,7 @@
 #include "models/parallel_layers.h"
 
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "ddx/process_group.h"
 #include "models/layers.h"
 

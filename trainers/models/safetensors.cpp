@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::models {
 namespace {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::models {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "ddx/svg_plot.h"
+#include "ddx/text/svg_plot.h"
 
 namespace ddx::train {
 

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 
 namespace ddx::train {
 

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ddx/atomic_file.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
 #include "observe/profile_report.h"
 
 namespace ddx::train {

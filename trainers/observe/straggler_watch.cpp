@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "ddx/job_events.h"
+#include "ddx/watchdog/job_events.h"
 
 namespace ddx::train {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "ddx/job_file.h"
+#include "ddx/rendezvous/job_file.h"
 #include "observe/metrics.h"
 
 namespace ddx::train {

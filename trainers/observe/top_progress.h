@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ddx/rendezvous.h"
-#include "ddx/watchdog.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/watchdog/watchdog.h"
 
 namespace ddx::train {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 #include "strategies/ddp/ddp_strategy.h"
 #include "strategies/fsdp/fsdp_strategy.h"
 #include "strategies/pp/pp_strategy.h"

@@ -9,9 +9,9 @@
 
 #include "ddx/checksum.h"
 #include "ddx/collectives.h"
-#include "ddx/job_events.h"
+#include "ddx/watchdog/job_events.h"
 #include "ddx/process_group.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "strategies/strategy.h"
 
 namespace ddx::train {

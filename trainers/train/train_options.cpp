@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "ddx/errors.h"
-#include "ddx/output_path.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/output_path.h"
+#include "ddx/text/text.h"
 #include "faults/faults.h"
 #include "strategies/strategy_registry.h"
 

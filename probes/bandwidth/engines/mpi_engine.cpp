@@ -13,7 +13,7 @@
 
 #include "bandwidth/host_memory.h"
 #include "bandwidth/verifiable.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "faults/faults.h"
 
 namespace ddx::bw {

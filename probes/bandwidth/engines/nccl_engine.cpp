@@ -3,8 +3,8 @@
 // that aborts the communicator after -T seconds.
 #include "bandwidth/engines/nccl_engine.h"
 
-#include "ddx/errors.h"
-#include "ddx/gpu_placement.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/gpu_placement.h"
 
 #ifdef DDX_WITH_CUDA
 #include <cuda_runtime.h>

@@ -21,16 +21,16 @@
 #include "bandwidth/sizes.h"
 #include "bandwidth/torch/bandwidth_command.h"
 #include "bandwidth/torch/gloo_engine.h"
-#include "ddx/atomic_file.h"
-#include "ddx/error_report.h"
-#include "ddx/errors.h"
-#include "ddx/job_events.h"
-#include "ddx/log.h"
-#include "ddx/output_path.h"
+#include "ddx/processes/atomic_file.h"
+#include "ddx/errors/error_report.h"
+#include "ddx/errors/errors.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/text/log.h"
+#include "ddx/processes/output_path.h"
 #include "ddx/process_group.h"
-#include "ddx/rendezvous.h"
-#include "ddx/text.h"
-#include "ddx/verdict.h"
+#include "ddx/rendezvous/rendezvous.h"
+#include "ddx/text/text.h"
+#include "ddx/errors/verdict.h"
 #include "faults/faults.h"
 
 namespace ddx::cli {
@@ -224,7 +224,7 @@ int run_probe(const RendezvousInfo& info, BandwidthOptions& o, const std::string
   }
   watchdog.phase("sharing the verdict");
   // Every rank exits with rank 0's verdict and, when it failed, writes it into its error file as
-  // a verdict (ddx/verdict.h): a launcher reports the verdict, naming the collective and size at
+  // a verdict (ddx/errors/verdict.h): a launcher reports the verdict, naming the collective and size at
   // fault or the slow ranks, instead of blaming whichever rank exited first.
   const std::string verdict = coord->all_gather(std::to_string(rc) + " " + failure).at(0);
   rc = std::stoi(verdict);

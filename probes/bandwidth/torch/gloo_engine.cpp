@@ -9,7 +9,7 @@
 
 #include "bandwidth/host_memory.h"
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::bw {
 namespace {

@@ -7,8 +7,8 @@
 
 #include <cstdlib>
 
-#include "ddx/errors.h"
-#include "ddx/run_process.h"
+#include "ddx/errors/errors.h"
+#include "ddx/processes/run_process.h"
 #include "health/local_collectives.h"
 #include "health/storage_check.h"
 #include "health/torch/active_parts.h"

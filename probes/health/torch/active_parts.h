@@ -8,6 +8,7 @@
 
 #include "health/health_check.h"
 #include "health/torch/known_answer_gemm.h"
+#include "node/rank_probe.h"
 
 namespace ddx::health {
 
@@ -35,6 +36,11 @@ std::vector<Check> figure_checks(const std::vector<GemmDevice>& devices);
 // (CRITICAL naming the first wrong element, else the sustained rate as a judged
 // ddx_health_burnin_tflops{device}), then what throttle_watch.h saw.
 std::vector<Check> burn_in_checks(const std::vector<GemmDevice>& devices, KnownAnswers& answers, double seconds);
+
+// Where `device`'s kernels run, for node::time_trial; and how many short trials a rate is the
+// best of (the node probes' rule: on a shared node a trial can only be slowed by others).
+node::Placement placement(const GemmDevice& device);
+constexpr int kTrials = 3;
 
 // The row of a stage that threw: on a GPU a failed kernel is the GPU's fault (CRITICAL), on the
 // CPU ddx's own (UNKNOWN).

@@ -15,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "health/throttle_watch.h"
 #include "health/torch/active_parts.h"
 

@@ -6,18 +6,16 @@
 #include <vector>
 
 #include "ddx/outliers.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "health/torch/active_parts.h"
 #include "node/rank_probe.h"
 
 namespace ddx::health {
-namespace {
-
-constexpr int kTrials = 3;
-
 node::Placement placement(const GemmDevice& d) {
   return {d.device.is_cuda(), d.device.is_cuda() ? static_cast<int>(d.device.index()) : 0};
 }
+
+namespace {
 
 // The rate of `gemm`: the best of a few short trials (ddx probe compute's timing and rule: a
 // trial on a shared node can only be slowed by others).

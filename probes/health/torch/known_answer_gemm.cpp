@@ -6,8 +6,8 @@
 
 #include <stdexcept>
 
-#include "ddx/errors.h"
-#include "ddx/text.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/text.h"
 #include "faults/faults.h"
 
 namespace ddx::health {

@@ -6,14 +6,12 @@
 #include <algorithm>
 
 #include "ddx/outliers.h"
-#include "ddx/text.h"
+#include "ddx/text/text.h"
 #include "health/torch/active_parts.h"
 #include "node/rank_probe.h"
 
 namespace ddx::health {
 namespace {
-
-constexpr int kTrials = 3;
 
 // Per array: STREAM wants 4x the last-level cache (an H100's L2 is 50 MB).
 size_t memory_array_bytes(bool cuda) { return cuda ? size_t{256} << 20 : size_t{64} << 20; }
@@ -51,10 +49,6 @@ Check figure_row(const std::string& name, const std::vector<Figure>& figures, co
   }
   c.value = join(parts) + (figures.empty() ? "" : " " + figures.front().metric.unit);
   return c;
-}
-
-node::Placement placement(const GemmDevice& d) {
-  return {d.device.is_cuda(), d.device.is_cuda() ? static_cast<int>(d.device.index()) : 0};
 }
 
 std::vector<Check> device_figures(const GemmDevice& device) {

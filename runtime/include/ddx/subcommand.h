@@ -8,7 +8,7 @@
 #include <functional>
 #include <utility>
 
-#include "ddx/usage_exit_code.h"
+#include "ddx/errors/usage_exit_code.h"
 
 namespace ddx::cli {
 

@@ -5,7 +5,7 @@
 // made it: no sequence number, no record, nothing sent; the caller gets a Work that is done.
 // Kept apart from the hooks of ddx/collectives.h so that the many files including it are not
 // touched by a test-only switch.
-#include "ddx/op_record.h"
+#include "ddx/watchdog/op_record.h"
 
 namespace ddx {
 

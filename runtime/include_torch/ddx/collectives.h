@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ddx/op_record.h"
+#include "ddx/watchdog/op_record.h"
 #include "ddx/process_group.h"
 
 namespace ddx {

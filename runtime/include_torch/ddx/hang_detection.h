@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "ddx/flight_recorder.h"
+#include "ddx/watchdog/flight_recorder.h"
 #include "ddx/process_group.h"
-#include "ddx/watchdog.h"
+#include "ddx/watchdog/watchdog.h"
 
 namespace ddx {
 

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "ddx/cpu_threads.h"
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/cpu_threads.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx {
 
@@ -94,7 +94,7 @@ class World {
   Group& world() { return *world_; }
   c10d::Store& store() { return *store_; }
   const ProcessGroupOptions& options() const { return options_; }
-  // The CPU threads this rank's kernels use, chosen by init (ddx/cpu_threads.h).
+  // The CPU threads this rank's kernels use, chosen by init (ddx/rendezvous/cpu_threads.h).
   const CpuThreads& cpu_threads() const { return cpu_threads_; }
 
   // A subgroup of `ranks` (global ranks, in group-rank order). Every rank calls this with the
@@ -106,7 +106,7 @@ class World {
   DeviceMesh& mesh(const std::vector<std::pair<std::string, int>>& dims);
 
   // Shuts every group down (see Group::shutdown) and finalizes MPI if we initialized it. Throws
-  // ddx::StoreLost (ddx/store_lost.h) when the check-out finds the store gone: the store went
+  // ddx::StoreLost (ddx/watchdog/store_lost.h) when the check-out finds the store gone: the store went
   // away during the run, which must then fail rather than end as if clean.
   void shutdown();
 

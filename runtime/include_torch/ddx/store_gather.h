@@ -21,7 +21,7 @@ std::vector<std::string> gather_on_all_ranks(World& world, const std::string& to
 // Rank 0's verdict on every rank, for a command whose rank 0 alone judged what was gathered
 // (doctor, selfcheck, gpu-health): rank 0 passes its exit code and one-line verdict, the others
 // anything. Every rank returns rank 0's code and, when it is not 0, has written the verdict into
-// its error file (ddx/verdict.h), so the whole job ends with one code and a launcher reports a
+// its error file (ddx/errors/verdict.h), so the whole job ends with one code and a launcher reports a
 // verdict, not a crash of whichever rank exited first.
 int agree_on_verdict(World& world, const std::string& topic, int exit_code, const std::string& verdict);
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "ddx/comm_counters.h"
+#include "ddx/watchdog/comm_counters.h"
 
 namespace ddx {
 

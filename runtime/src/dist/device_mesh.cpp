@@ -2,7 +2,7 @@
 // so with {dp, tp} the tp groups are runs of consecutive ranks).
 #include <sstream>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "ddx/process_group.h"
 
 namespace ddx {

@@ -8,10 +8,10 @@
 #include <sstream>
 #include <vector>
 
-#include "ddx/job_events.h"
-#include "ddx/store_lost.h"
-#include "ddx/text.h"
-#include "ddx/watchdog.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/watchdog/store_lost.h"
+#include "ddx/text/text.h"
+#include "ddx/watchdog/watchdog.h"
 #include "store_host.h"
 
 namespace ddx::detail {

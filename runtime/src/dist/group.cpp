@@ -8,8 +8,8 @@
 
 #include <cstdlib>
 
-#include "ddx/log.h"
-#include "ddx/net_interface.h"
+#include "ddx/text/log.h"
+#include "ddx/rendezvous/net_interface.h"
 #include "ddx/process_group.h"
 
 namespace ddx {

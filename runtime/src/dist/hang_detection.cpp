@@ -6,9 +6,9 @@
 #include <filesystem>
 
 #include "ddx/collectives.h"
-#include "ddx/env.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/processes/env.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 #include "fingerprint_check.h"
 #include "store_host.h"
 #include "store_peer_channel.h"

@@ -3,7 +3,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "ddx/process_group.h"
-#include "ddx/verdict.h"
+#include "ddx/errors/verdict.h"
 
 namespace ddx {
 

@@ -9,9 +9,9 @@
 #include <mutex>
 #include <optional>
 
-#include "ddx/env.h"
-#include "ddx/job_events.h"
-#include "ddx/store_lost.h"
+#include "ddx/processes/env.h"
+#include "ddx/watchdog/job_events.h"
+#include "ddx/watchdog/store_lost.h"
 
 namespace ddx::detail {
 namespace {

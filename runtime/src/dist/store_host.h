@@ -5,7 +5,7 @@
 // rank is a client of it.
 #include <string>
 
-#include "ddx/rendezvous.h"
+#include "ddx/rendezvous/rendezvous.h"
 
 namespace ddx::detail {
 
@@ -25,7 +25,7 @@ StoreIdentity store_identity(const RendezvousInfo& info);
 // DistNetworkError for a closed, reset or refused connection; never a timeout, which a slow
 // store may recover from) is rethrown as ddx::StoreLost naming `store`, with c10's multi-line
 // message and its C++ stack reduced to the cause; anything else is rethrown unchanged. The first
-// loss a process sees is also recorded as the job event "store.unreachable" (ddx/job_events.h).
+// loss a process sees is also recorded as the job event "store.unreachable" (ddx/watchdog/job_events.h).
 [[noreturn]] void rethrow_store_failure(const StoreIdentity& store);
 
 // While one exists, c10 logs errors only. c10d's TCPStore client logs a WARNING with the raw C++

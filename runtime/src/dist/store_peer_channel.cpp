@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "ddx/store_lost.h"
-#include "ddx/store_observer.h"
+#include "ddx/watchdog/store_lost.h"
+#include "ddx/watchdog/store_observer.h"
 #include "store_host.h"
 
 namespace ddx::detail {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "ddx/watchdog.h"
+#include "ddx/watchdog/watchdog.h"
 #include "store_host.h"
 
 namespace ddx::detail {

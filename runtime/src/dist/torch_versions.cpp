@@ -10,11 +10,15 @@
 #include <utility>
 #include <vector>
 
+#include "ddx/version.h"
+
 namespace ddx {
+
+const char* libtorch_version() { return TORCH_VERSION; }
 
 std::vector<std::pair<std::string, std::string>> torch_versions() {
   std::vector<std::pair<std::string, std::string>> out;
-  out.emplace_back("libtorch", TORCH_VERSION);
+  out.emplace_back("libtorch", libtorch_version());
 #ifdef DDX_WITH_CUDA
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);

@@ -24,13 +24,13 @@
 #include <sstream>
 #include <thread>
 
-#include "ddx/cpu_threads.h"
-#include "ddx/errors.h"
-#include "ddx/gpu_placement.h"
-#include "ddx/log.h"
-#include "ddx/net_interface.h"
+#include "ddx/rendezvous/cpu_threads.h"
+#include "ddx/errors/errors.h"
+#include "ddx/rendezvous/gpu_placement.h"
+#include "ddx/text/log.h"
+#include "ddx/rendezvous/net_interface.h"
 #include "ddx/process_group.h"
-#include "ddx/store_lost.h"
+#include "ddx/watchdog/store_lost.h"
 #include "store_host.h"
 
 namespace ddx {
@@ -168,7 +168,7 @@ std::unique_ptr<World> World::init(const RendezvousInfo& info, const ProcessGrou
   std::unique_ptr<World> world(new World(info, options));
   RendezvousInfo& ri = world->info_;
   // Before anything computes: the kernels' thread count, the same whichever launcher started
-  // this rank (ddx/cpu_threads.h). Programs say it in their first line (ddx train's banner).
+  // this rank (ddx/rendezvous/cpu_threads.h). Programs say it in their first line (ddx train's banner).
   world->cpu_threads_ = choose_cpu_threads(current_env(), ri.local_world_size, cores_in_affinity_mask());
   at::set_num_threads(world->cpu_threads_.count);
   log::debug("cpu threads: ", world->cpu_threads_.count, " (", world->cpu_threads_.reason, ")");

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "data/dataset.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

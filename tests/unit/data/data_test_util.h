@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data::testing {
 

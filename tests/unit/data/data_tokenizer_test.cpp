@@ -15,7 +15,7 @@
 #include "data/sha256.h"
 #include "data/tokenizer.h"
 #include "data/unicode_classes.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::data {
 namespace {

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "ddx/checksum.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 #include "observe/phase_timer.h"
 #include "strategies/parallel_mesh.h"
 #include "strategies/planted_bugs.h"

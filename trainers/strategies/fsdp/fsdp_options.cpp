@@ -2,7 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 

@@ -6,13 +6,14 @@
 #include <set>
 
 #include "checkpoint/sharded_checkpoint.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 #include "models/hf_checkpoint.h"
 #include "models/parallel_layers.h"
 #include "observe/phase_timer.h"
 #include "strategies/parallel_mesh.h"
 #include "strategies/tp/tp_state.h"
+#include "ddx/text/text.h"
 
 namespace ddx::train {
 namespace {
@@ -39,7 +40,6 @@ torch::Dtype parse_dtype(const std::string& flag, const std::string& value, torc
   throw UsageError(flag + " " + value + " is not fp32 or bf16");
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 }  // namespace
 

@@ -5,13 +5,10 @@
 #include <chrono>
 
 #include "strategies/planted_bugs.h"
+#include "ddx/text/clock_time.h"
 
 namespace ddx::train {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 int64_t bytes_of(const torch::Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(t.element_size()) : 0;

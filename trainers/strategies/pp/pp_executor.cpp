@@ -6,13 +6,10 @@
 
 #include "observe/phase_timer.h"
 #include "strategies/planted_bugs.h"
+#include "ddx/text/clock_time.h"
 
 namespace ddx::train {
 namespace {
-
-double seconds_since(const std::chrono::steady_clock::time_point& start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 class ModelStages : public StageRunner {
  public:

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "strategies/pp/pp_schedule.h"
 
 namespace ddx::train {

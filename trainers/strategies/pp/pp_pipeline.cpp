@@ -4,8 +4,8 @@
 #include <chrono>
 
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 #include "strategies/parallel_mesh.h"
 #include "strategies/pp/pp_trace.h"
 #include "strategies/tp/tp_state.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 

@@ -7,7 +7,7 @@
 
 #include "checkpoint/sharded_checkpoint.h"
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/parallel_layers.h"
 #include "strategies/ddp/grad_buckets.h"
 #include "strategies/fsdp/fsdp_strategy.h"
@@ -15,13 +15,10 @@
 #include "strategies/replicated/replicated_strategy.h"
 #include "strategies/tp/tp_state.h"
 #include "strategies/planted_bugs.h"
+#include "ddx/text/clock_time.h"
 
 namespace ddx::train {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Each stage replicated over the dp group (--dp-replicate, or no data parallelism): the whole
 // model (this rank's TP slices of it under --tp) is built (layout-independent init, or

@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <sstream>
 
-#include "ddx/atomic_file.h"
+#include "ddx/processes/atomic_file.h"
 
 namespace ddx::train {
 namespace {
 
-// Okabe-Ito colours (as ddx/svg_plot.h), one per stage; backwards drawn darker.
+// Okabe-Ito colours (as ddx/text/svg_plot.h), one per stage; backwards drawn darker.
 const char* kStageColours[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"};
 
 std::string num(double v) {

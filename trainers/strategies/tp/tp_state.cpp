@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 
 namespace ddx::train {
 

@@ -1,7 +1,7 @@
 #include "strategies/tp/tp_strategy.h"
 
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
+#include "ddx/errors/errors.h"
 #include "models/parallel_layers.h"
 #include "strategies/ddp/ddp_options.h"
 #include "strategies/ddp/grad_buckets.h"

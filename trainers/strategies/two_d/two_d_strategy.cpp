@@ -1,8 +1,8 @@
 #include "strategies/two_d/two_d_strategy.h"
 
 #include "ddx/collectives.h"
-#include "ddx/errors.h"
-#include "ddx/log.h"
+#include "ddx/errors/errors.h"
+#include "ddx/text/log.h"
 #include "models/parallel_layers.h"
 #include "strategies/ddp/ddp_options.h"
 #include "strategies/ddp/ddp_strategy.h"
