@@ -16,9 +16,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // The folder's last change (its newest entry's creation): when the run that left it wrote last.
-std::string last_change_text(const fs::path& dir) {
+// Read before check_output_folder(), whose write check adds and removes a file in the folder
+// and so makes its last change "now".
+std::time_t last_change(const fs::path& dir) {
   struct stat st {};
-  const std::time_t t = ::stat(dir.c_str(), &st) == 0 ? st.st_mtime : std::time(nullptr);
+  return ::stat(dir.c_str(), &st) == 0 ? st.st_mtime : std::time(nullptr);
+}
+
+std::string time_text(std::time_t t) {
   char text[32];
   std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", std::localtime(&t));
   return text;
@@ -38,10 +43,10 @@ bool holds_current_folder(const fs::path& dir) {
 }
 
 // <dir>.previous-<time>, or with -2, -3, ... when a run of the same second was moved already.
-std::string free_previous_name(const fs::path& dir) {
+std::string free_previous_name(const fs::path& dir, std::time_t changed) {
   std::string base = dir.lexically_normal().string();
   while (base.size() > 1 && base.back() == '/') base.pop_back();
-  const std::string stem = base + ".previous-" + last_change_text(dir);
+  const std::string stem = base + ".previous-" + time_text(changed);
   std::error_code ec;
   std::string name = stem;
   for (int n = 2; fs::exists(name, ec); ++n) name = stem + "-" + std::to_string(n);
@@ -51,6 +56,7 @@ std::string free_previous_name(const fs::path& dir) {
 }  // namespace
 
 std::string fresh_output_folder(const std::string& flag, const std::string& dir) {
+  const std::time_t changed = last_change(dir);
   check_output_folder(flag, dir);  // a file in its place, or a folder that takes no files: one line
   std::error_code ec;
   std::string moved;
@@ -58,7 +64,7 @@ std::string fresh_output_folder(const std::string& flag, const std::string& dir)
     if (holds_current_folder(dir)) {
       throw UsageError(flag + " " + dir + " holds the current folder and an earlier run's files: name a folder of its own");
     }
-    moved = free_previous_name(dir);
+    moved = free_previous_name(dir, changed);
     if (std::rename(dir.c_str(), moved.c_str()) != 0) {
       throw UsageError(flag + " " + dir + " holds an earlier run's files and cannot be moved aside to " + moved + " (" +
                        std::strerror(errno) + ")");

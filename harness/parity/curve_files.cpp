@@ -115,11 +115,30 @@ CurveFile read_csv(const CurveSource& s, std::ifstream& in) {
   return curve;
 }
 
+// A curve is text. A file with a NUL or another control byte near its start (a checkpoint, an
+// image) is named as not one, instead of being read as a CSV whose "header" is binary bytes
+// (which the error would then print to the terminal).
+void refuse_binary(const CurveSource& s, std::ifstream& in) {
+  char head[4096];
+  in.read(head, sizeof head);
+  const std::streamsize n = in.gcount();
+  for (std::streamsize i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(head[i]);
+    if (c == 0 || (c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f')) {
+      throw UsageError(s.path + ": not a text file (byte " + std::to_string(i) +
+                       " is binary): a curve is JSON lines or CSV");
+    }
+  }
+  in.clear();
+  in.seekg(0);
+}
+
 }  // namespace
 
 CurveFile read_curve_file(const CurveSource& s) {
-  std::ifstream in(s.path);
+  std::ifstream in(s.path, std::ios::binary);
   if (!in) throw UsageError(s.path + ": cannot read the file");
+  refuse_binary(s, in);
   const std::string format = s.format == "auto" ? detect_format(s.path, in) : s.format;
   CurveFile curve = format == "csv" ? read_csv(s, in) : read_jsonl(s, in);
   if (curve.points.empty()) {
@@ -133,7 +152,7 @@ CurveFile read_curve_file(const CurveSource& s) {
       const auto [it, inserted] = first_at.emplace(curve.points[i].step, i);
       if (!inserted) {
         throw UsageError(s.path + ": step " + std::to_string(curve.points[i].step) + " under '" + s.step_key +
-                         "' comes twice (values " + std::to_string(it->second + 1) + " and " + std::to_string(i + 1) +
+                         "' comes twice (records " + std::to_string(it->second + 1) + " and " + std::to_string(i + 1) +
                          "): a step key must name each record once; pick the field with --step-key");
       }
     }

@@ -235,11 +235,23 @@ TEST_F(CompareSteps, AStepKeyWhoseValuesRepeatIsOneLineNamingIt) {
   RunResult r = run_in(dir_, {DDX_BIN, "compare", dir_ + "/epochs.jsonl", dir_ + "/epochs.jsonl", "--step-key", "epoch",
                               "--plot", dir_ + "/e.svg"}, {}, 30);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_EQ(r.output, "ddx: error: " + dir_ + "/epochs.jsonl: step 0 under 'epoch' comes twice (values 1 and 2): a step "
+  EXPECT_EQ(r.output, "ddx: error: " + dir_ + "/epochs.jsonl: step 0 under 'epoch' comes twice (records 1 and 2): a step "
                       "key must name each record once; pick the field with --step-key\n");
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/e.svg"));
   // The same file by its real steps agrees with itself.
   EXPECT_EQ(run_in(dir_, {DDX_BIN, "compare", dir_ + "/epochs.jsonl", dir_ + "/epochs.jsonl"}, {}, 30).exit_code, 0);
+}
+
+// A file that is not text (a checkpoint, an image) is one line saying so, not a CSV whose binary
+// "header" is printed to the terminal; exit 2, nothing written.
+TEST_F(CompareSteps, ABinaryFileIsOneLineSayingItIsNotACurve) {
+  write(dir_ + "/final.safetensors", std::string("\x08\x01\0\0\0\0\0\0{\"a\":1}\r", 16));
+  RunResult r = run_in(dir_, {DDX_BIN, "compare", dir_ + "/ref8.jsonl", dir_ + "/final.safetensors", "--plot",
+                              dir_ + "/b.svg"}, {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.output, "ddx: error: " + dir_ + "/final.safetensors: not a text file (byte 0 is binary): a curve is "
+                      "JSON lines or CSV\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/b.svg"));
 }
 
 // A step key the user names must be in the file: a name that matches nothing is one line naming

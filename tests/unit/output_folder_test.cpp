@@ -2,7 +2,10 @@
 // run's folder is moved aside whole (its files intact, never deleted); a file in its place, the
 // current folder, or a folder that takes no files is one line naming --out.
 #include <gtest/gtest.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <ctime>
 
 #include <filesystem>
 #include <fstream>
@@ -66,6 +69,21 @@ TEST_F(OutputFolder, AnEarlierRunIsMovedAsideWholeAndTheFolderIsEmpty) {
   EXPECT_EQ(again, moved + "-2");
   EXPECT_EQ(text_of(again + "/validate.json"), "this week\n");
   EXPECT_EQ(text_of(moved + "/validate.json"), "last week\n");
+}
+
+// The name says when the earlier run last wrote, not when it was moved: checking that the folder
+// takes files must not make its last change "now".
+TEST_F(OutputFolder, TheMovedFolderIsNamedForItsLastChange) {
+  const std::string out = in_dir("report");
+  fs::create_directories(out);
+  std::ofstream(out + "/validate.json") << "{}\n";
+  std::tm tm{};
+  tm.tm_year = 2020 - 1900, tm.tm_mon = 0, tm.tm_mday = 2, tm.tm_hour = 3, tm.tm_min = 4, tm.tm_sec = 5;
+  tm.tm_isdst = -1;
+  const std::time_t then = std::mktime(&tm);
+  const struct timeval times[2] = {{then, 0}, {then, 0}};
+  ASSERT_EQ(::utimes(out.c_str(), times), 0);
+  EXPECT_EQ(ddx::harness::fresh_output_folder("--out", out), out + ".previous-20200102-030405");
 }
 
 TEST_F(OutputFolder, WhatCannotBeMadeFreshIsOneLineNamingOut) {
