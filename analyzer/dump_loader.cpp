@@ -304,6 +304,10 @@ TraceSet load_traces(const std::vector<std::string>& inputs, const std::string& 
     if (fs::is_directory(input, ec)) {
       std::vector<fs::path> found;
       for (const auto& item : fs::directory_iterator(input, ec)) {
+        // A hidden file is never a dump: ddx writes each dump to ".<name>.tmp.XXXXXX" and renames
+        // it (ddx/processes/atomic_file.h), so one is a write still under way, or one a killed
+        // rank left; its name ends in the random suffix's last digit, not a rank.
+        if (item.path().filename().string().rfind('.', 0) == 0) continue;
         if (item.is_regular_file(ec)) found.push_back(item.path());
       }
       std::sort(found.begin(), found.end());

@@ -208,6 +208,18 @@ TEST_F(PytorchDump, FilesPrefixAndMixedFormatsAreRead) {
   EXPECT_THROW(load_traces({dir_}, "no_such_prefix_"), UsageError);
 }
 
+// A dump still being written (or one a killed rank left half-written) is the hidden temp file
+// of an atomic write: not a dump of the rank its random suffix happens to end in.
+TEST_F(PytorchDump, AnAtomicWritesTempFileIsNotADump) {
+  const std::string json = read_bytes(kFixtures + "healthy/explicit-json/nccl_trace_rank_0.json");
+  write("ddx-fr-rank0.json", json);
+  write(".ddx-fr-rank0.json.tmp.FL5Hs7", json);
+  TraceSet t = load_traces({dir_});
+  EXPECT_EQ(t.dumps.size(), 1u);
+  EXPECT_EQ(t.dumps.count(0), 1u);
+  EXPECT_TRUE(t.problems.empty()) << t.problems.front().detail;
+}
+
 TEST_F(PytorchDump, BadFilesAreEachOneNamedProblemAndTheRestIsAnalyzed) {
   const std::string pickle = read_bytes(kFixtures + "hang_subgroup/nccl_trace_rank_0");
   write("nccl_trace_rank_0", pickle);
